@@ -1,0 +1,44 @@
+# p4reduce developer entry points. Everything installs into .venv; each target installs what it needs.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+P4C    := $(shell command -v p4c 2>/dev/null)
+P4SRC  := $(wildcard p4src/*.p4)
+
+.PHONY: install build test lint bench clean
+
+install: $(STAMP)
+
+# Re-run only when the package metadata changes; `make install` is idempotent.
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+# Compile every complete program in p4src/ into build/: with p4c when it is on PATH,
+# otherwise with the embedded front end (same output names as p4c's BMv2 back end).
+build: install
+	@mkdir -p build
+	@for p in $(P4SRC); do \
+	  n=$$(basename $$p .p4); \
+	  if [ -n "$(P4C)" ]; then \
+	    echo "p4c $$p"; p4c --target bmv2 --arch v1model -I p4src/include -o build --p4runtime-files build/$$n.p4info.txtpb $$p || exit 1; \
+	  else \
+	    echo "p4reduce-p4c $$p"; $(VENV)/bin/p4reduce-p4c -I p4src/include -o build --p4runtime-files build/$$n.p4info.txtpb $$p || exit 1; \
+	  fi; \
+	done
+
+test: install
+	$(PY) -m pytest
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+bench: install
+	$(PY) bench/frontend.py
+
+clean:
+	rm -rf build .pytest_cache

@@ -1,0 +1,60 @@
+"""The front end's driver: preprocess, parse, check, build the control-plane model, emit.
+
+Each stage is a small pass over plain trees; ``CompiledProgram.timings`` records how long
+each took (bench/frontend.py prints them).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from p4.config.v1 import p4info_pb2
+
+from . import checker, cpbuild, ir, parser, preprocess
+from .cpmodel import ControlPlaneModel
+from .errors import CompileError
+from .p4info import build_p4info, p4info_to_text
+
+
+@dataclass
+class CompileOptions:
+    include_dirs: list[Path] = field(default_factory=list)
+    defines: dict[str, str | None] = field(default_factory=dict)
+    undefines: list[str] = field(default_factory=list)
+    target_profile: str | None = None
+
+
+@dataclass
+class CompiledProgram:
+    name: str
+    ir: dict[str, Any]
+    p4info: p4info_pb2.P4Info
+    model: ControlPlaneModel
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def compile_file(path: Path | str, options: CompileOptions | None = None) -> CompiledProgram:
+    """Compile one v1model program; raise CompileError on the first problem."""
+    options = options or CompileOptions()
+    path = Path(path)
+    if options.target_profile not in (None, "bmv2", "v1model"):
+        raise CompileError(None, f"target profile {options.target_profile!r} is not supported yet")
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    text = preprocess.preprocess(path, options.include_dirs, options.defines, options.undefines)
+    t1 = time.perf_counter()
+    program = parser.parse(text, str(path))
+    t2 = time.perf_counter()
+    checked = checker.check(program)
+    t3 = time.perf_counter()
+    model = cpbuild.build_model(checked)
+    info = build_p4info(model)
+    info_text = p4info_to_text(info)
+    t4 = time.perf_counter()
+    result_ir = ir.build_ir(program, path.stem, info_text, checked.main)
+    t5 = time.perf_counter()
+    timings.update(preprocess=t1 - t0, parse=t2 - t1, check=t3 - t2, p4info=t4 - t3, ir=t5 - t4)
+    return CompiledProgram(path.stem, result_ir, info, model, timings)

@@ -1,0 +1,424 @@
+"""Build the control-plane model from a checked program, naming objects as p4c does.
+
+p4c names every control-plane object by its place in the instance tree: the control's name
+(or the instance name when a control is instantiated by name), then the local name, joined
+with dots; ``@name("x")`` replaces the local name and ``@name(".x")`` is absolute.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import ast as A
+from . import types as T
+from .checker import CheckedProgram, Checker, TableChecker
+from .cpmodel import (
+    ControlPlaneModel,
+    CPAction,
+    CPActionProfile,
+    CPActionRef,
+    CPControllerHeader,
+    CPCounter,
+    CPDigest,
+    CPEnum,
+    CPEnumMember,
+    CPHeaderField,
+    CPMatchField,
+    CPMeter,
+    CPNewType,
+    CPParam,
+    CPRegister,
+    CPStruct,
+    CPTable,
+    CPTypeSpecField,
+    CPValueSet,
+)
+from .errors import CompileError
+
+COUNTER_UNITS = {"packets": "PACKETS", "bytes": "BYTES", "packets_and_bytes": "BOTH"}
+
+
+def annotation_texts(annos: list[A.Annotation]) -> list[str]:
+    out = []
+    for a in annos:
+        if a.structured:
+            out.append(f"{a.name}[{a.body}]")
+        elif a.args is None and a.kv is None and not a.body:
+            out.append(a.name)
+        else:
+            out.append(f"{a.name}({a.body})")
+    return out
+
+
+def name_annotation(annos: list[A.Annotation]) -> str | None:
+    for a in annos:
+        if a.name == "name" and a.args and isinstance(a.args[0], A.StringLit):
+            return a.args[0].value
+    return None
+
+
+def id_annotation(annos: list[A.Annotation]) -> int | None:
+    for a in annos:
+        if a.name == "id":
+            if not a.args or not isinstance(a.args[0], A.IntLit):
+                raise CompileError(a.pos, "@id needs one integer argument")
+            return a.args[0].value
+    return None
+
+
+def qualify(prefix: str, decl: Any) -> str:
+    """The control-plane name of a declaration under ``prefix`` (p4c's @name rules)."""
+    given = name_annotation(decl.annotations)
+    if given is not None:
+        if given.startswith("."):
+            return given[1:]
+        return f"{prefix}.{given}" if prefix else given
+    return f"{prefix}.{decl.name}" if prefix else decl.name
+
+
+def expr_text(e: A.Expr) -> str:
+    """A key expression printed the way p4c names match fields."""
+    if isinstance(e, A.Name):
+        return ("." if e.dot else "") + e.name
+    if isinstance(e, A.Member):
+        return f"{expr_text(e.expr)}.{e.name}"
+    if isinstance(e, A.Index):
+        return f"{expr_text(e.expr)}[{expr_text(e.index)}]"
+    if isinstance(e, A.Slice):
+        return f"{expr_text(e.expr)}[{expr_text(e.hi)}:{expr_text(e.lo)}]"
+    if isinstance(e, A.Call):
+        return f"{expr_text(e.func)}()" if not e.args else f"{expr_text(e.func)}(...)"
+    if isinstance(e, A.IntLit):
+        return str(e.value)
+    if isinstance(e, A.Cast):
+        return expr_text(e.expr)
+    if isinstance(e, A.Binary):
+        return f"{expr_text(e.left)} {e.op} {expr_text(e.right)}"
+    return "key"
+
+
+class ModelBuilder:
+    def __init__(self, checked: CheckedProgram) -> None:
+        self.checked = checked
+        self.model = ControlPlaneModel()
+        self.actions: dict[str, CPAction] = {}
+        self.seen_types: set[str] = set()
+        self.instances: dict[int, str] = {}  # id(extern Instance decl) -> control-plane name
+
+    def build(self) -> ControlPlaneModel:
+        main = self.checked.main
+        assert main is not None
+        self.model.pkg_annotations = annotation_texts(main.annotations)
+        self.model.errors = list(self.checked.error_members)
+        for d in self.checked.program.decls:
+            if isinstance(d, A.Instance) and isinstance(d.type_of, T.ExternT) if hasattr(d, "type_of") else False:
+                pass
+        for arg in main.args:
+            self.block_arg(arg.value, "")
+        for d in self.checked.program.decls:
+            if isinstance(d, A.Instance) and d is not main:
+                sym = self.checked.scope.names.get(d.name)
+                if sym is not None and isinstance(sym.type, T.ExternT):
+                    self.extern_instance(d, sym.type, "")
+            if isinstance(d, A.StructLike) and d.kind == "header":
+                self.controller_header(d)
+        self.model.actions = list(self.actions.values())
+        return self.model
+
+    # ------------------------------------------------------------------ the instance tree
+    def block_arg(self, e: A.Expr | None, prefix: str) -> None:
+        if e is None:
+            return
+        t = e.type
+        if not isinstance(t, T.BlockT):
+            return
+        if isinstance(e, A.Call):
+            name = t.name
+            decl = t.decl
+        elif isinstance(e, A.Name):
+            sym = e.sym
+            decl = t.decl
+            name = qualify(prefix, sym.decl) if sym.decl is not None else e.name
+        else:
+            return
+        self.block(decl, name)
+
+    def block(self, decl: Any, prefix: str) -> None:
+        if isinstance(decl, A.ControlDecl):
+            locals_ = decl.locals
+        elif isinstance(decl, A.ParserDecl):
+            locals_ = decl.locals
+        else:
+            return
+        tables = [d for d in locals_ if isinstance(d, A.TableDecl)]
+        for d in locals_:
+            if isinstance(d, A.Instance):
+                t = getattr(d, "inst_type", None)
+                if isinstance(t, T.ExternT):
+                    self.extern_instance(d, t, prefix)
+                elif isinstance(t, T.BlockT):
+                    self.block(t.decl, qualify(prefix, d))
+            elif isinstance(d, A.ValueSetDecl):
+                self.value_set(d, prefix)
+        for d in tables:
+            self.table(d, prefix)
+        self.walk_calls(decl, prefix)
+
+    def walk_calls(self, decl: Any, prefix: str) -> None:
+        """Digests and extern function calls, found in statement bodies."""
+        bodies: list[Any] = []
+        if isinstance(decl, A.ControlDecl):
+            bodies.append(decl.body)
+            bodies += [d.body for d in decl.locals if isinstance(d, A.ActionDecl)]
+        else:
+            bodies += [s for st in decl.states for s in st.stmts]
+        for node in iter_nodes(bodies):
+            if isinstance(node, A.Call):
+                target = getattr(node, "target", None)
+                if target and target[0] == "extern_function":
+                    self.model.touches_type_info = True
+                    if target[1].name == "digest":
+                        self.digest(node)
+
+    # ------------------------------------------------------------------ objects
+    def extern_instance(self, d: A.Instance, t: T.ExternT, prefix: str) -> None:
+        name = qualify(prefix, d)
+        self.instances[id(d)] = name
+        annos = annotation_texts(d.annotations)
+        explicit = id_annotation(d.annotations)
+        args = [self.const(a.value) for a in d.args]
+        self.model.touches_type_info = True
+        if t.name == "counter":
+            self.model.counters.append(CPCounter(name, self.unit(d.args[1].value), int(args[0] or 0),
+                                                 None, annos, explicit))
+        elif t.name == "direct_counter":
+            d.cp_pending = ("counter", name, self.unit(d.args[0].value), annos, explicit)
+        elif t.name == "meter":
+            self.model.meters.append(CPMeter(name, self.unit(d.args[1].value), int(args[0] or 0),
+                                             None, annos, explicit))
+        elif t.name == "direct_meter":
+            d.cp_pending = ("meter", name, self.unit(d.args[0].value), annos, explicit)
+        elif t.name == "register":
+            elem = T.strip_newtype(t.args.get("T", T.Bits(32)))
+            width = T.width_of(elem) or 0
+            signed = isinstance(elem, T.Bits) and elem.signed
+            reg = CPRegister(name, width, signed, int(args[0] or 0), annos, explicit)
+            if isinstance(t.args.get("T"), (T.NewType, T.StructT, T.EnumT)):
+                reg.type_name = self.user_type(t.args["T"])
+            self.model.registers.append(reg)
+        elif t.name in ("action_profile", "action_selector"):
+            size = args[0] if t.name == "action_profile" else args[1]
+            self.model.action_profiles.append(
+                CPActionProfile(name, [], t.name == "action_selector", int(size or 0), 0, annos, explicit))
+
+    def unit(self, e: A.Expr | None) -> str:
+        if isinstance(e, A.Member):
+            return COUNTER_UNITS.get(e.name, "BOTH")
+        return "BOTH"
+
+    def const(self, e: A.Expr | None) -> Any:
+        if e is None:
+            return None
+        return Checker.const_value_static(e)
+
+    def table(self, d: A.TableDecl, prefix: str) -> None:
+        name = qualify(prefix, d)
+        table = CPTable(name, annotations=annotation_texts(d.annotations),
+                        explicit_id=id_annotation(d.annotations))
+        for k in TableChecker.prop(d, "key") or []:
+            kname = name_annotation(k.annotations) or expr_text(k.expr)
+            kt = k.expr.type
+            width = T.width_of(kt) if T.strip_newtype(kt) is not T.ERROR else 0
+            mf = CPMatchField(kname, width or 0, k.match_kind, annotation_texts(
+                [a for a in k.annotations if a.name != "name"]))
+            if isinstance(kt, (T.NewType, T.EnumT)):
+                mf.type_name = self.user_type(kt)
+            table.match_fields.append(mf)
+        for ref in TableChecker.prop(d, "actions") or []:
+            fn = ref.expr.func if isinstance(ref.expr, A.Call) else ref.expr
+            adecl = fn.sym.decl
+            aname = self.action(adecl, prefix if not self.is_global(adecl) else "")
+            scope = "TABLE_AND_DEFAULT"
+            names = {a.name for a in ref.annotations}
+            if "defaultonly" in names:
+                scope = "DEFAULT_ONLY"
+            elif "tableonly" in names:
+                scope = "TABLE_ONLY"
+            table.actions.append(CPActionRef(aname, scope, annotation_texts(
+                [a for a in ref.annotations if a.name not in ("defaultonly", "tableonly")])))
+        for p in d.properties:
+            if p.name == "size":
+                table.size = int(self.const(p.value) or 0)
+            elif p.name == "default_action":
+                fn = p.value.func if isinstance(p.value, A.Call) else p.value
+                adecl = fn.sym.decl
+                aname = self.action(adecl, prefix if not self.is_global(adecl) else "")
+                table.default_action = aname
+                if p.is_const:
+                    table.const_default_action = aname
+                if isinstance(p.value, A.Call):
+                    table.default_action_args = [int(self.const(a.value) or 0) for a in p.value.args]
+            elif p.name == "entries":
+                table.is_const_table = p.is_const
+                table.has_initial_entries = bool(p.value) or p.is_const
+            elif p.name == "implementation":
+                table.implementation = self.instance_name(p.value, prefix)
+                for ap in self.model.action_profiles:
+                    if ap.name == table.implementation:
+                        ap.table_names.append(name)
+            elif p.name == "counters":
+                table.direct_counter = self.direct(p.value, prefix, name)
+            elif p.name == "meters":
+                table.direct_meter = self.direct(p.value, prefix, name)
+            elif p.name == "support_timeout":
+                table.idle_timeout = self.const(p.value) is True
+        self.model.tables.append(table)
+
+    def instance_name(self, e: A.Expr, prefix: str) -> str | None:
+        if isinstance(e, A.Name) and getattr(e, "sym", None) is not None:
+            return self.instances.get(id(e.sym.decl), qualify(prefix, e.sym.decl))
+        return None
+
+    def direct(self, e: A.Expr, prefix: str, table: str) -> str | None:
+        if not (isinstance(e, A.Name) and getattr(e, "sym", None) is not None):
+            return None
+        decl = e.sym.decl
+        pending = getattr(decl, "cp_pending", None)
+        if pending is None:
+            return None
+        kind, name, unit, annos, explicit = pending
+        if kind == "counter":
+            self.model.counters.append(CPCounter(name, unit, 0, table, annos, explicit))
+        else:
+            self.model.meters.append(CPMeter(name, unit, 0, table, annos, explicit))
+        return name
+
+    def is_global(self, decl: Any) -> bool:
+        return any(d is decl for d in self.checked.program.decls)
+
+    def action(self, decl: A.ActionDecl, prefix: str) -> str:
+        name = qualify(prefix, decl)
+        if name not in self.actions:
+            params = []
+            for p in decl.params:
+                if p.direction:
+                    continue
+                cp = CPParam(p.name, T.width_of(p.type) or 0, annotation_texts(
+                    [a for a in p.annotations if a.name != "name"]))
+                if isinstance(p.type, (T.NewType, T.EnumT)):
+                    cp.type_name = self.user_type(p.type)
+                params.append(cp)
+            self.actions[name] = CPAction(name, params, annotation_texts(decl.annotations),
+                                          id_annotation(decl.annotations))
+        return name
+
+    def value_set(self, d: A.ValueSetDecl, prefix: str) -> None:
+        elem = T.strip_newtype(getattr(d, "elem_type", None) or T.Bits(0))
+        fields = []
+        if isinstance(elem, T.StructT):
+            for fdecl, (fname, ft) in zip(elem.decl.fields, elem.fields.items(), strict=True):
+                kind = "exact"
+                for a in fdecl.annotations:
+                    if a.name == "match" and a.args and isinstance(a.args[0], A.Name):
+                        kind = a.args[0].name
+                fields.append(CPMatchField(fname, T.width_of(ft) or 0, kind))
+        else:
+            fields.append(CPMatchField("", T.width_of(elem) or 0, "exact"))
+        self.model.value_sets.append(CPValueSet(qualify(prefix, d), int(getattr(d, "size_value", 0)),
+                                                fields, annotation_texts(d.annotations),
+                                                id_annotation(d.annotations)))
+
+    def digest(self, call: A.Call) -> None:
+        if len(call.args) != 2 or call.args[1].value is None:
+            return
+        t = call.args[1].value.type
+        if not isinstance(t, T.StructT) or t.anonymous:
+            raise CompileError(call.pos, "digest data must be a struct or header value")
+        if any(dg.type_name == t.name for dg in self.model.digests):
+            return
+        self.model.digests.append(CPDigest(t.name, t.name, self.type_fields(t),
+                                           annotation_texts(t.decl.annotations if t.decl else [])))
+        self.user_type(t)
+
+    def type_fields(self, t: T.StructT) -> list[CPTypeSpecField]:
+        out = []
+        for fname, ft in t.fields.items():
+            b = T.strip_newtype(ft)
+            f = CPTypeSpecField(fname, T.width_of(b) or 0, isinstance(b, T.Bits) and b.signed)
+            if b is T.BOOL:
+                f.kind = "bool"
+            elif b is T.ERROR:
+                f.kind = "error"
+            elif isinstance(b, T.Varbit):
+                f.kind = "varbit"
+            if isinstance(ft, (T.NewType, T.EnumT, T.StructT)):
+                f.type_name = self.user_type(ft)
+            out.append(f)
+        return out
+
+    def user_type(self, t: T.Type) -> str:
+        """Register a user type for type_info and return its name."""
+        name = str(t)
+        if name in self.seen_types:
+            return name
+        self.seen_types.add(name)
+        if isinstance(t, T.NewType):
+            base = T.strip_newtype(t)
+            nt = CPNewType(t.name, T.width_of(base) or 0, isinstance(base, T.Bits) and base.signed)
+            for a in t.decl.annotations if t.decl else []:
+                if a.name == "p4runtime_translation" and a.args:
+                    if isinstance(a.args[0], A.StringLit):
+                        nt.translation_uri = a.args[0].value
+                    if len(a.args) > 1:
+                        if isinstance(a.args[1], A.IntLit):
+                            nt.translation_bitwidth = a.args[1].value
+                        elif isinstance(a.args[1], A.TypeExpr):
+                            nt.translation_string = True
+            self.model.new_types.append(nt)
+        elif isinstance(t, T.EnumT):
+            members = [CPEnumMember(m, t.values.get(m)) for m in t.members]
+            self.model.enums.append(CPEnum(t.name, members, t.underlying.width if t.underlying else 0,
+                                           bool(t.underlying and t.underlying.signed)))
+        elif isinstance(t, T.StructT):
+            self.model.structs.append(CPStruct(t.name, self.type_fields(t), t.kind == "header"))
+        return name
+
+    def controller_header(self, d: A.StructLike) -> None:
+        for a in d.annotations:
+            if a.name == "controller_header" and a.args and isinstance(a.args[0], A.StringLit):
+                st = self.checked.scope.names[d.name].type
+                fields = []
+                for fdecl in d.fields:
+                    ft = st.fields[fdecl.name]
+                    hf = CPHeaderField(fdecl.name, T.width_of(ft) or 0, annotation_texts(
+                        [x for x in fdecl.annotations if x.name not in ("name", "id")]))
+                    if isinstance(ft, (T.NewType, T.EnumT)):
+                        hf.type_name = self.user_type(ft)
+                    fields.append(hf)
+                self.model.controller_headers.append(CPControllerHeader(
+                    a.args[0].value, d.name, fields,
+                    annotation_texts([x for x in d.annotations if x.name != "controller_header"]),
+                    id_annotation(d.annotations)))
+
+
+def iter_nodes(roots: list[Any]):
+    """Every AST node below the given roots (expressions and statements)."""
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if isinstance(node, tuple):
+            stack.extend(node)
+            continue
+        if not isinstance(node, A.Node):
+            continue
+        yield node
+        for value in vars(node).values():
+            if isinstance(value, (A.Node, list, tuple)):
+                stack.append(value)
+
+
+def build_model(checked: CheckedProgram) -> ControlPlaneModel:
+    return ModelBuilder(checked).build()

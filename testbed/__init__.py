@@ -1,0 +1,1 @@
+"""Testbed: local stack and Mininet experiments (not built yet; see README status)."""
