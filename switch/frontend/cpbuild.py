@@ -87,9 +87,11 @@ def expr_text(e: A.Expr) -> str:
     if isinstance(e, A.Slice):
         return f"{expr_text(e.expr)}[{expr_text(e.hi)}:{expr_text(e.lo)}]"
     if isinstance(e, A.Call):
+        if isinstance(e.func, A.Member) and e.func.name == "isValid" and not e.args:
+            return f"{expr_text(e.func.expr)}.$valid$"
         return f"{expr_text(e.func)}()" if not e.args else f"{expr_text(e.func)}(...)"
     if isinstance(e, A.IntLit):
-        return str(e.value)
+        return e.text or str(e.value)
     if isinstance(e, A.Cast):
         return expr_text(e.expr)
     if isinstance(e, A.Binary):
@@ -246,6 +248,15 @@ class ModelBuilder:
                 scope = "TABLE_ONLY"
             table.actions.append(CPActionRef(aname, scope, annotation_texts(
                 [a for a in ref.annotations if a.name not in ("defaultonly", "tableonly")])))
+        if TableChecker.prop(d, "default_action") is None:
+            # p4c's front end gives every table without one `default_action = NoAction()`,
+            # adding NoAction to the action list as @defaultonly when it is not there.
+            table.default_action = "NoAction"
+            if all(r.action != "NoAction" for r in table.actions):
+                no_action = self.checked.scope.lookup("NoAction")
+                if no_action is not None and no_action.kind == "action":
+                    self.action(no_action.decl, "")
+                    table.actions.append(CPActionRef("NoAction", "DEFAULT_ONLY", ["defaultonly"]))
         for p in d.properties:
             if p.name == "size":
                 table.size = int(self.const(p.value) or 0)
@@ -257,12 +268,26 @@ class ModelBuilder:
                 if p.is_const:
                     table.const_default_action = aname
                 if isinstance(p.value, A.Call):
-                    table.default_action_args = [int(self.const(a.value) or 0) for a in p.value.args]
+                    table.default_action_args = [
+                        int(self.const(a.value) or 0)
+                        for a, prm in zip(p.value.args, adecl.params, strict=False) if not prm.direction]
             elif p.name == "entries":
                 table.is_const_table = p.is_const
                 table.has_initial_entries = bool(p.value) or p.is_const
             elif p.name == "implementation":
-                table.implementation = self.instance_name(p.value, prefix)
+                if isinstance(p.value, A.Call) and isinstance(p.value.type, T.ExternT):
+                    # constructed in place: p4c names it by the property's @name, unqualified
+                    t = p.value.type
+                    pname = name_annotation(p.annotations) or f"{name}.implementation"
+                    args = [self.const(a.value) for a in p.value.args]
+                    size = args[0] if t.name == "action_profile" else args[1]
+                    self.model.action_profiles.append(CPActionProfile(
+                        pname.lstrip("."), [], t.name == "action_selector", int(size or 0), 0,
+                        annotation_texts([a for a in p.annotations if a.name != "name"]),
+                        id_annotation(p.annotations)))
+                    table.implementation = pname.lstrip(".")
+                else:
+                    table.implementation = self.instance_name(p.value, prefix)
                 for ap in self.model.action_profiles:
                     if ap.name == table.implementation:
                         ap.table_names.append(name)

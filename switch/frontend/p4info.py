@@ -283,7 +283,11 @@ def _string_literal(text: str) -> str:
     escapes = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "'": "'", "0": "\0"}
     chars = iter(text[1:-1])
     for ch in chars:
-        out.append(escapes.get(next(chars, ""), "") if ch == "\\" else ch)
+        if ch == "\\":
+            escaped = next(chars, "")
+            out.append(escapes.get(escaped, escaped))  # unknown escapes keep the character
+        else:
+            out.append(ch)
     return "".join(out)
 
 
@@ -576,12 +580,15 @@ class _Builder:
     symbols: SymbolTable
     p4info: p4info_pb2.P4Info = field(default_factory=p4info_pb2.P4Info)
     types: _Types = field(init=False)
+    actions: dict[str, CPAction] = field(init=False)
+    # Parameter ids per action, needed again for initial_default_action arguments.
+    action_param_ids: dict[str, list[int]] = field(default_factory=dict)
+    # Whether p4c would have created type_info (see ControlPlaneModel.touches_type_info).
     touched_type_info: bool = False
 
     def __post_init__(self) -> None:
         self.types = _Types(self.model, self.p4info)
         self.actions = {a.name: a for a in self.model.actions}
-        self.action_param_ids: dict[str, list[int]] = {}
 
     def preamble(
         self, out: p4info_pb2.Preamble, kind: int, name: str, annotations: Annotations, skip=()

@@ -630,6 +630,8 @@ class Parser:
         self.i += 1
         name, _ = self.name("a table name")
         self.declare(name, False)
+        if self.at("(") and self.peek().text == ")":
+            self.i += 2  # early P4_16 drafts allowed `table t() {`; p4c still accepts it
         self.expect("{")
         props: list[A.TableProperty] = []
         while not self.accept("}"):
