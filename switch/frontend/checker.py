@@ -62,10 +62,13 @@ class Checker:
         for d in self.program.decls:
             self.declaration(d, self.globals, ctx)
         if self.main is None:
-            raise fail(self.program.pos, "no 'main' package instance; a v1model program needs "
-                       "'V1Switch(...) main;'")
-        return CheckedProgram(self.program, self.globals, [], self.main, self.match_kinds,
-                              self.error_members)
+            raise fail(
+                self.program.pos,
+                "no 'main' package instance; a v1model program needs 'V1Switch(...) main;'",
+            )
+        return CheckedProgram(
+            self.program, self.globals, [], self.main, self.match_kinds, self.error_members
+        )
 
     # ================================================================= declarations
     def define(self, scope: Scope, sym: Sym) -> Sym:
@@ -88,14 +91,20 @@ class Checker:
         vt = self.expr(d.value, scope, ctx, expected=t)
         self.require_assignable(t, vt, d.value, "constant initializer")
         value = self.const_value(d.value, scope)
-        if value is None and not isinstance(T.strip_newtype(t), (T.StructT, T.TupleT, T.StackT)) \
-                and not isinstance(vt, (T.EnumT,)) and t not in (T.ERROR, T.STRING):
-            raise fail(d.value.pos, f"{d.name}: initializer of a constant must be a compile-time constant")
+        if (
+            value is None
+            and not isinstance(T.strip_newtype(t), (T.StructT, T.TupleT, T.StackT))
+            and not isinstance(vt, (T.EnumT,))
+            and t not in (T.ERROR, T.STRING)
+        ):
+            raise fail(
+                d.value.pos, f"{d.name}: initializer of a constant must be a compile-time constant"
+            )
         self.define(scope, Sym("const", d.name, d.pos, t, d, value=self.coerce_const(value, t)))
 
     def decl_VarDecl(self, d: A.VarDecl, scope: Scope, ctx: Context) -> None:
         t = self.resolve_type(d.typeref, scope)
-        if t is T.VOID or isinstance(t, (T.ExternT, T.BlockT)):
+        if t is T.VOID or isinstance(t, (T.ExternT, T.BlockT, T.InfInt)) or t is T.STRING:
             raise fail(d.pos, f"{d.name}: cannot declare a variable of type {t}")
         if d.init is not None:
             vt = self.expr(d.init, scope, ctx, expected=t)
@@ -108,7 +117,10 @@ class Checker:
             raise fail(d.pos, f"{d.name}: 'type' cannot rename {base}")
         t: T.Type = T.NewType(d.name, base, d) if d.newtype else base
         if d.newtype and not isinstance(T.strip_newtype(base), (T.Bits, T.Simple)):
-            raise fail(d.pos, f"{d.name}: 'type' can only introduce a type based on bit<>, int<>, bool or another type")
+            raise fail(
+                d.pos,
+                f"{d.name}: 'type' can only introduce a type based on bit<>, int<>, bool or another type",
+            )
         self.define(scope, Sym("type", d.name, d.pos, t, d))
 
     def decl_StructLike(self, d: A.StructLike, scope: Scope, ctx: Context) -> None:
@@ -132,16 +144,27 @@ class Checker:
     def check_field_type(self, d: A.StructLike, f: A.FieldDecl, ft: T.Type) -> None:
         base = T.strip_newtype(ft)
         if d.kind == "header":
-            ok = isinstance(base, (T.Bits, T.Varbit)) or base is T.BOOL or (
-                isinstance(base, T.EnumT) and base.underlying is not None) or (
-                isinstance(base, T.StructT) and base.kind == "struct" and self.all_fixed_bits(base))
+            ok = (
+                isinstance(base, (T.Bits, T.Varbit))
+                or base is T.BOOL
+                or (isinstance(base, T.EnumT) and base.underlying is not None)
+                or (
+                    isinstance(base, T.StructT)
+                    and base.kind == "struct"
+                    and self.all_fixed_bits(base)
+                )
+            )
             if not ok:
                 raise fail(f.pos, f"{f.name}: field of type {ft} is not allowed in header {d.name}")
         elif d.kind == "header_union":
             if not T.is_header(base):
-                raise fail(f.pos, f"{f.name}: header_union {d.name} fields must be headers, not {ft}")
+                raise fail(
+                    f.pos, f"{f.name}: header_union {d.name} fields must be headers, not {ft}"
+                )
         else:
-            if base in (T.VOID, T.STRING, T.MATCH_KIND) or isinstance(base, (T.ExternT, T.BlockT, T.InfInt)):
+            if base in (T.VOID, T.STRING, T.MATCH_KIND) or isinstance(
+                base, (T.ExternT, T.BlockT, T.InfInt)
+            ):
                 raise fail(f.pos, f"{f.name}: field of type {ft} is not allowed in struct {d.name}")
 
     def all_fixed_bits(self, st: T.StructT) -> bool:
@@ -150,7 +173,9 @@ class Checker:
             if isinstance(b, T.StructT) and b.kind == "struct":
                 if not self.all_fixed_bits(b):
                     return False
-            elif not (isinstance(b, T.Bits) or b is T.BOOL or (isinstance(b, T.EnumT) and b.underlying)):
+            elif not (
+                isinstance(b, T.Bits) or b is T.BOOL or (isinstance(b, T.EnumT) and b.underlying)
+            ):
                 return False
         return True
 
@@ -159,7 +184,10 @@ class Checker:
         if d.underlying is not None:
             ut = self.resolve_type(d.underlying, scope)
             if not isinstance(ut, T.Bits):
-                raise fail(d.pos, f"{d.name}: the underlying type of a serializable enum must be bit<> or int<>")
+                raise fail(
+                    d.pos,
+                    f"{d.name}: the underlying type of a serializable enum must be bit<> or int<>",
+                )
             underlying = ut
         et = T.EnumT(d.name, [], underlying, {}, d)
         for mname, value, mpos in d.members:
@@ -172,7 +200,9 @@ class Checker:
                 self.expr(value, scope, Context("global"), expected=underlying)
                 v = self.const_value(value, scope)
                 if not isinstance(v, int) or isinstance(v, bool):
-                    raise fail(value.pos, f"{mname}: enum member value must be a compile-time integer")
+                    raise fail(
+                        value.pos, f"{mname}: enum member value must be a compile-time integer"
+                    )
                 et.values[mname] = self.wrap(v, underlying)
         self.define(scope, Sym("type", d.name, d.pos, et, d))
 
@@ -291,7 +321,11 @@ class Checker:
         types = [self.expr(e, scope, ctx) for e in sel.exprs]
         for t, e in zip(types, sel.exprs, strict=True):
             b = T.strip_newtype(t)
-            if not (isinstance(b, (T.Bits, T.InfInt)) or b in (T.BOOL, T.ERROR) or isinstance(b, T.EnumT)):
+            if not (
+                isinstance(b, (T.Bits, T.InfInt))
+                or b in (T.BOOL, T.ERROR)
+                or isinstance(b, T.EnumT)
+            ):
                 raise fail(e.pos, f"select expression of type {t} is not supported")
         for case in sel.cases:
             self.check_state_ref(case.state, case.state_pos or case.pos, names)
@@ -309,22 +343,34 @@ class Checker:
                 want = types[0] if len(types) == 1 else T.TupleT(tuple(types))
                 if len(types) > 1 and isinstance(elem, T.StructT):
                     if len(elem.fields) != len(types):
-                        raise fail(ks.pos, f"{ks.name}: value_set element has {len(elem.fields)} fields, select has {len(types)} expressions")
+                        raise fail(
+                            ks.pos,
+                            f"{ks.name}: value_set element has {len(elem.fields)} fields, select has {len(types)} expressions",
+                        )
                 elif len(types) == 1 and not self.assignable(want, elem):
-                    raise fail(ks.pos, f"{ks.name}: value_set of {elem} does not match select type {want}")
+                    raise fail(
+                        ks.pos, f"{ks.name}: value_set of {elem} does not match select type {want}"
+                    )
                 return
         if len(types) > 1:
             if not isinstance(ks, A.ListExpr):
-                raise fail(ks.pos, f"select has {len(types)} expressions but the keyset is not a tuple")
+                raise fail(
+                    ks.pos, f"select has {len(types)} expressions but the keyset is not a tuple"
+                )
             if len(ks.items) != len(types):
-                raise fail(ks.pos, f"keyset has {len(ks.items)} elements but select has {len(types)} expressions")
+                raise fail(
+                    ks.pos,
+                    f"keyset has {len(ks.items)} elements but select has {len(types)} expressions",
+                )
             for item, t in zip(ks.items, types, strict=True):
                 self.simple_keyset(item, t, scope, ctx)
             ks.type = T.TupleT(tuple(types))
             return
         if isinstance(ks, A.ListExpr):
             if len(ks.items) != 1:
-                raise fail(ks.pos, f"keyset has {len(ks.items)} elements but select has 1 expression")
+                raise fail(
+                    ks.pos, f"keyset has {len(ks.items)} elements but select has 1 expression"
+                )
             self.simple_keyset(ks.items[0], types[0], scope, ctx)
             ks.type = types[0]
             return
@@ -339,14 +385,21 @@ class Checker:
             for part in (a, b):
                 pt = self.expr(part, scope, ctx, expected=t)
                 self.require_assignable(t, pt, part, "keyset")
-            if isinstance(ks, A.Mask) and not isinstance(T.strip_newtype(t), (T.Bits, T.InfInt)) \
-                    and not (isinstance(T.strip_newtype(t), T.EnumT) and T.strip_newtype(t).underlying):
+            if (
+                isinstance(ks, A.Mask)
+                and not isinstance(T.strip_newtype(t), (T.Bits, T.InfInt))
+                and not (isinstance(T.strip_newtype(t), T.EnumT) and T.strip_newtype(t).underlying)
+            ):
                 raise fail(ks.pos, f"mask &&& cannot be applied to a value of type {t}")
             ks.type = t
             return
         kt = self.expr(ks, scope, ctx, expected=t)
         self.require_assignable(t, kt, ks, "keyset")
-        if self.const_value(ks, scope) is None and not isinstance(kt, (T.EnumT,)) and kt is not T.ERROR:
+        if (
+            self.const_value(ks, scope) is None
+            and not isinstance(kt, (T.EnumT,))
+            and kt is not T.ERROR
+        ):
             raise fail(ks.pos, "keyset expression must be a compile-time constant")
 
     def decl_ValueSetDecl(self, d: A.ValueSetDecl, scope: Scope, ctx: Context) -> None:
@@ -354,7 +407,9 @@ class Checker:
         self.expr(d.size, scope, ctx)
         size = self.const_value(d.size, scope)
         if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
-            raise fail(d.size.pos, f"{d.name}: value_set size must be a positive compile-time constant")
+            raise fail(
+                d.size.pos, f"{d.name}: value_set size must be a positive compile-time constant"
+            )
         d.elem_type, d.size_value = elem, size
         self.define(scope, Sym("value_set", d.name, d.pos, T.ValueSetT(elem), d, value=size))
 
@@ -364,7 +419,10 @@ class Checker:
             if p.direction == "":
                 seen_directionless = True
             elif seen_directionless:
-                raise fail(p.pos, f"{p.name}: parameters with a direction must come before directionless action parameters")
+                raise fail(
+                    p.pos,
+                    f"{p.name}: parameters with a direction must come before directionless action parameters",
+                )
         self.define(scope, Sym("action", d.name, d.pos, T.CallableT("action", d.name, d), d))
         inner = self.params_scope(d.params, scope, "action")
         for p in d.params:
@@ -397,10 +455,14 @@ class Checker:
         if isinstance(s, A.Block):
             return any(self.always_returns(x) for x in s.stmts)
         if isinstance(s, A.If):
-            return s.other is not None and self.always_returns(s.then) and self.always_returns(s.other)
+            return (
+                s.other is not None and self.always_returns(s.then) and self.always_returns(s.other)
+            )
         if isinstance(s, A.Switch):
             has_default = any(isinstance(c.label, A.Default) for c in s.cases)
-            return has_default and all(c.body is None or self.always_returns(c.body) for c in s.cases)
+            return has_default and all(
+                c.body is None or self.always_returns(c.body) for c in s.cases
+            )
         return False
 
     def decl_Instance(self, d: A.Instance, scope: Scope, ctx: Context) -> None:
@@ -416,8 +478,9 @@ class Checker:
                 raise fail(d.pos, "main must be an instance of a package")
             self.main = d
 
-    def instantiate(self, typeref: A.TypeRef, args: list[A.Argument], scope: Scope, ctx: Context,
-                    pos: SourcePos) -> T.Type:
+    def instantiate(
+        self, typeref: A.TypeRef, args: list[A.Argument], scope: Scope, ctx: Context, pos: SourcePos
+    ) -> T.Type:
         """Check a constructor call ``Type(args)`` and return the instance's type."""
         t = self.resolve_type(typeref, scope, allow_generic=True)
         if isinstance(t, T.ExternT):
@@ -426,7 +489,9 @@ class Checker:
                 raise fail(pos, f"{t.name}: extern has no constructor")
             bindings = dict(t.args)
             proto = self.pick_overload(ctors, args, pos, t.name)
-            self.bind_args(proto.resolved_params, args, scope, ctx, bindings, pos, t.name, constructor=True)
+            self.bind_args(
+                proto.resolved_params, args, scope, ctx, bindings, pos, t.name, constructor=True
+            )
             for tp in t.decl.type_params:
                 bindings.setdefault(tp, T.TypeVar(tp))
             return T.ExternT(t.name, t.decl, bindings)
@@ -434,8 +499,10 @@ class Checker:
             decl = t.decl
             if isinstance(decl, A.TypeDeclProto) and decl.kind != "package":
                 raise fail(pos, f"{t.name}: cannot instantiate a {decl.kind} type declaration")
-            params = [(p, p.type if hasattr(p, "type") and p.type is not None else pt)
-                      for p, pt in self.ctor_params(decl)]
+            params = [
+                (p, p.type if hasattr(p, "type") and p.type is not None else pt)
+                for p, pt in self.ctor_params(decl)
+            ]
             bindings = dict(t.args)
             self.bind_args(params, args, scope, ctx, bindings, pos, t.name, constructor=True)
             return T.BlockT(t.kind, t.name, decl, bindings)
@@ -478,8 +545,15 @@ class Checker:
                 raise fail(t.pos, "width of varbit<> must be a positive compile-time constant")
             return T.Varbit(w)
         if isinstance(t, A.BaseType):
-            simple = {"int": T.INFINT, "bool": T.BOOL, "string": T.STRING, "void": T.VOID,
-                      "error": T.ERROR, "match_kind": T.MATCH_KIND, "_": T.DONTCARE}
+            simple = {
+                "int": T.INFINT,
+                "bool": T.BOOL,
+                "string": T.STRING,
+                "void": T.VOID,
+                "error": T.ERROR,
+                "match_kind": T.MATCH_KIND,
+                "_": T.DONTCARE,
+            }
             if t.name in simple:
                 return simple[t.name]
             raise fail(t.pos, f"unsupported type argument {t.name[1:]}")
@@ -497,7 +571,9 @@ class Checker:
             if params is None or not params:
                 raise fail(t.pos, f"{t.base.name}: is not a generic type")
             if len(params) != len(args):
-                raise fail(t.pos, f"{t.base.name}: expects {len(params)} type arguments, got {len(args)}")
+                raise fail(
+                    t.pos, f"{t.base.name}: expects {len(params)} type arguments, got {len(args)}"
+                )
             binding = dict(zip(params, args, strict=True))
             if isinstance(base, T.ExternT):
                 return T.ExternT(base.name, base.decl, binding)
@@ -513,8 +589,12 @@ class Checker:
             if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
                 raise fail(t.pos, "header stack size must be a positive compile-time constant")
             b = T.strip_newtype(elem)
-            if not (isinstance(b, T.StructT) and b.kind in ("header", "header_union")) and not isinstance(b, T.TypeVar):
-                raise fail(t.pos, f"header stack elements must be headers or header unions, not {elem}")
+            if not (
+                isinstance(b, T.StructT) and b.kind in ("header", "header_union")
+            ) and not isinstance(b, T.TypeVar):
+                raise fail(
+                    t.pos, f"header stack elements must be headers or header unions, not {elem}"
+                )
             return T.StackT(elem, size)
         if isinstance(t, A.TupleType):
             return T.TupleT(tuple(self.resolve_type(a, scope) for a in t.args))
@@ -540,7 +620,9 @@ class Checker:
         if isinstance(t, T.ExternT) and t.args:
             return T.ExternT(t.name, t.decl, {k: self.subst(v, binding) for k, v in t.args.items()})
         if isinstance(t, T.BlockT) and t.args:
-            return T.BlockT(t.kind, t.name, t.decl, {k: self.subst(v, binding) for k, v in t.args.items()})
+            return T.BlockT(
+                t.kind, t.name, t.decl, {k: self.subst(v, binding) for k, v in t.args.items()}
+            )
         return t
 
     # ================================================================= statements
@@ -637,7 +719,10 @@ class Checker:
         if ctx.kind == "parser":
             raise fail(s.pos, "return statement is not allowed in a parser")
         if s.value is not None:
-            raise fail(s.value.pos, f"return with a value is not allowed in a{'n' if ctx.kind == 'action' else ''} {ctx.kind}")
+            raise fail(
+                s.value.pos,
+                f"return with a value is not allowed in a{'n' if ctx.kind == 'action' else ''} {ctx.kind}",
+            )
 
     def assign(self, s: A.Assign, scope: Scope, ctx: Context) -> None:
         lt = self.expr(s.lhs, scope, ctx)
@@ -646,11 +731,18 @@ class Checker:
         self.require_assignable(lt, rt, s.rhs, "assignment")
 
     def switch(self, s: A.Switch, scope: Scope, ctx: Context) -> None:
+        if ctx.kind in ("action", "function", "parser"):
+            raise fail(
+                s.pos,
+                f"switch statements are not allowed in a{'n' if ctx.kind == 'action' else ''} {ctx.kind}",
+            )
         et = self.expr(s.expr, scope, ctx)
         seen: set[Any] = set()
         if isinstance(et, T.ActionRunT):
             table = et.table
-            names = {self.action_ref_name(r.expr) for r in TableChecker.prop(table, "actions") or []}
+            names = {
+                self.action_ref_name(r.expr) for r in TableChecker.prop(table, "actions") or []
+            }
             for case in s.cases:
                 if isinstance(case.label, A.Default):
                     key: Any = "default"
@@ -666,7 +758,10 @@ class Checker:
         else:
             b = T.strip_newtype(et)
             if not (isinstance(b, (T.Bits, T.EnumT)) or b is T.ERROR):
-                raise fail(s.expr.pos, f"switch expression must be a table's action_run, a bit<>/int<> or an enum value, not {et}")
+                raise fail(
+                    s.expr.pos,
+                    f"switch expression must be a table's action_run, a bit<>/int<> or an enum value, not {et}",
+                )
             for case in s.cases:
                 if isinstance(case.label, A.Default):
                     key = "default"
@@ -678,7 +773,9 @@ class Checker:
                         if isinstance(case.label, A.Member) and isinstance(lt, T.EnumT):
                             key = case.label.name
                         else:
-                            raise fail(case.label.pos, "switch label must be a compile-time constant")
+                            raise fail(
+                                case.label.pos, "switch label must be a compile-time constant"
+                            )
                 if key in seen:
                     raise fail(case.label.pos, "duplicate switch label")
                 seen.add(key)
@@ -688,7 +785,9 @@ class Checker:
             if case.body is not None:
                 self.block(case.body, scope, ctx)
         if s.cases and s.cases[-1].body is None:
-            raise fail(s.cases[-1].pos, "the last switch label must have a body (fall-through to nothing)")
+            raise fail(
+                s.cases[-1].pos, "the last switch label must have a body (fall-through to nothing)"
+            )
 
     @staticmethod
     def action_ref_name(e: A.Expr) -> str:
@@ -754,12 +853,12 @@ class Checker:
         if src is T.DONTCARE or dst is T.DONTCARE:
             return True
         if isinstance(src, T.InfInt):
-            d = T.strip_newtype(dst)
-            return isinstance(d, (T.Bits, T.InfInt))
+            return isinstance(dst, (T.Bits, T.InfInt))
         if isinstance(dst, T.StructT) and isinstance(src, T.TupleT) and src.is_list_expr:
             ftypes = list(dst.fields.values())
             return len(ftypes) == len(src.elems) and all(
-                self.assignable(a, b) for a, b in zip(ftypes, src.elems, strict=True))
+                self.assignable(a, b) for a, b in zip(ftypes, src.elems, strict=True)
+            )
         if isinstance(dst, T.StructT) and isinstance(src, T.StructT) and src.anonymous:
             if set(dst.fields) != set(src.fields):
                 return False
@@ -768,11 +867,14 @@ class Checker:
             return dst.decl is src.decl and dst.name == src.name
         if isinstance(dst, T.TupleT) and isinstance(src, T.TupleT):
             return len(dst.elems) == len(src.elems) and all(
-                self.assignable(a, b) for a, b in zip(dst.elems, src.elems, strict=True))
+                self.assignable(a, b) for a, b in zip(dst.elems, src.elems, strict=True)
+            )
         if isinstance(dst, T.StackT) and isinstance(src, T.StackT):
             return dst.size == src.size and self.assignable(dst.elem, src.elem)
         if isinstance(dst, T.StackT) and isinstance(src, T.TupleT) and src.is_list_expr:
-            return len(src.elems) == dst.size and all(self.assignable(dst.elem, e) for e in src.elems)
+            return len(src.elems) == dst.size and all(
+                self.assignable(dst.elem, e) for e in src.elems
+            )
         if isinstance(dst, T.ExternT) and isinstance(src, T.ExternT):
             return dst.decl is src.decl
         if isinstance(dst, T.BlockT) and isinstance(src, T.BlockT):
@@ -801,12 +903,22 @@ class Checker:
                 self.retype_literal(e.other, t)
 
     # ================================================================= expressions
-    def expr(self, e: A.Expr, scope: Scope, ctx: Context, expected: T.Type | None = None,
-             statement: bool = False) -> T.Type:
+    def expr(
+        self,
+        e: A.Expr,
+        scope: Scope,
+        ctx: Context,
+        expected: T.Type | None = None,
+        statement: bool = False,
+    ) -> T.Type:
         method = getattr(self, "expr_" + type(e).__name__, None)
         if method is None:
             raise fail(e.pos, f"{type(e).__name__} is not allowed here")
-        t = method(e, scope, ctx, expected) if not statement else self.expr_Call(e, scope, ctx, expected, statement=True)
+        t = (
+            method(e, scope, ctx, expected)
+            if not statement
+            else self.expr_Call(e, scope, ctx, expected, statement=True)
+        )
         e.type = t
         return t
 
@@ -860,7 +972,11 @@ class Checker:
         if isinstance(b, T.StructT):
             if name in b.fields:
                 return b.fields[name]
-            if b.kind in ("header", "header_union") and name in ("isValid", "setValid", "setInvalid"):
+            if b.kind in ("header", "header_union") and name in (
+                "isValid",
+                "setValid",
+                "setInvalid",
+            ):
                 if b.kind == "header_union" and name != "isValid":
                     raise fail(e.pos, f"{name}: not a method of header_union {b.name}")
                 return BuiltinMethod(name, b)
@@ -870,7 +986,9 @@ class Checker:
         if isinstance(b, T.StackT):
             if name in ("next", "last"):
                 if ctx.kind != "parser":
-                    raise fail(e.pos, f"{name}: header stack '.{name}' can only be used in a parser")
+                    raise fail(
+                        e.pos, f"{name}: header stack '.{name}' can only be used in a parser"
+                    )
                 return b.elem
             if name in ("size", "lastIndex", "nextIndex"):
                 return T.Bits(32, False)
@@ -911,7 +1029,11 @@ class Checker:
                 raise fail(e.pos, f"{b.name}.{e.name}: no such enum member (not found)")
             return b
         if isinstance(T.strip_newtype(b), (T.StructT, T.Bits)) and e.name in (
-                "minSizeInBits", "minSizeInBytes", "maxSizeInBits", "maxSizeInBytes"):
+            "minSizeInBits",
+            "minSizeInBytes",
+            "maxSizeInBits",
+            "maxSizeInBytes",
+        ):
             return BuiltinMethod(e.name, T.strip_newtype(b))
         raise fail(e.pos, f"{e.name}: no such member of type {t}")
 
@@ -923,7 +1045,9 @@ class Checker:
         if isinstance(bt, T.StackT):
             idx = self.const_value(e.index, scope)
             if isinstance(idx, int) and not isinstance(idx, bool) and not 0 <= idx < bt.size:
-                raise fail(e.index.pos, f"index {idx} out of bounds for header stack of size {bt.size}")
+                raise fail(
+                    e.index.pos, f"index {idx} out of bounds for header stack of size {bt.size}"
+                )
             return bt.elem
         if isinstance(bt, T.TupleT):
             idx = self.const_value(e.index, scope)
@@ -938,7 +1062,12 @@ class Checker:
         self.expr(e.lo, scope, ctx)
         hi = self.const_value(e.hi, scope)
         lo = self.const_value(e.lo, scope)
-        if not isinstance(hi, int) or not isinstance(lo, int) or isinstance(hi, bool) or isinstance(lo, bool):
+        if (
+            not isinstance(hi, int)
+            or not isinstance(lo, int)
+            or isinstance(hi, bool)
+            or isinstance(lo, bool)
+        ):
             raise fail(e.pos, "bit slice indices must be compile-time constants")
         if lo < 0 or hi < 0:
             raise fail(e.pos, f"negative bit slice index [{hi}:{lo}]")
@@ -982,12 +1111,23 @@ class Checker:
         if op == "++":
             lb, rb = T.strip_newtype(lt), T.strip_newtype(rt)
             if isinstance(lb, T.InfInt) or isinstance(rb, T.InfInt):
-                raise fail(e.pos, "concatenation (++) needs operands with a known width; cast the integer literal")
+                raise fail(
+                    e.pos,
+                    "concatenation (++) needs operands with a known width; cast the integer literal",
+                )
             if not isinstance(lb, T.Bits) or not isinstance(rb, T.Bits):
                 raise fail(e.pos, f"concatenation (++) cannot be applied to {lt} and {rt}")
             return T.Bits(lb.width + rb.width, lb.signed)
         if op in EQUALITY:
-            t = self.unify_operands(e, lt, rt, allow=lambda b: not isinstance(b, (T.ExternT, T.BlockT, T.TableT, T.CallableT)) and b is not T.VOID)
+            t = self.unify_operands(
+                e,
+                lt,
+                rt,
+                allow=lambda b: (
+                    not isinstance(b, (T.ExternT, T.BlockT, T.TableT, T.CallableT))
+                    and b is not T.VOID
+                ),
+            )
             if isinstance(t, T.StructT) and t.kind == "header_union":
                 pass
             return T.BOOL
@@ -1017,23 +1157,45 @@ class Checker:
         elif isinstance(rb, T.InfInt) and isinstance(T.strip_newtype(lb), T.Bits):
             self.retype_literal(e.right, lb)
             rb = lb
-        elif isinstance(lb, T.InfInt) and isinstance(rb, T.EnumT) and rb.underlying and e.op in EQUALITY:
+        elif (
+            isinstance(lb, T.InfInt)
+            and isinstance(rb, T.EnumT)
+            and rb.underlying
+            and e.op in EQUALITY
+        ):
             raise fail(e.pos, f"cannot compare an integer with enum {rb}; cast it")
         base = T.strip_newtype(lb)
         if not allow(base):
             raise fail(e.pos, f"operator {e.op} cannot be applied to values of type {lt}")
-        if isinstance(lb, T.TupleT) and lb.is_list_expr or isinstance(rb, T.TupleT) and rb.is_list_expr:
+        if (
+            isinstance(lb, T.TupleT)
+            and lb.is_list_expr
+            or isinstance(rb, T.TupleT)
+            and rb.is_list_expr
+        ):
             if self.assignable(lb, rb) or self.assignable(rb, lb):
                 return lb
-        if isinstance(lb, T.StructT) and isinstance(rb, T.StructT) and (lb.anonymous or rb.anonymous):
+        if (
+            isinstance(lb, T.StructT)
+            and isinstance(rb, T.StructT)
+            and (lb.anonymous or rb.anonymous)
+        ):
             if self.assignable(lb, rb) or self.assignable(rb, lb):
                 return lb
         if not (lb == rb or lb is rb):
-            if isinstance(lb, T.StructT) and isinstance(rb, T.StructT) and lb.decl is rb.decl and lb.name == rb.name:
+            if (
+                isinstance(lb, T.StructT)
+                and isinstance(rb, T.StructT)
+                and lb.decl is rb.decl
+                and lb.name == rb.name
+            ):
                 return lb
             if isinstance(lb, T.TypeVar) or isinstance(rb, T.TypeVar):
                 return lb
-            raise fail(e.pos, f"operator {e.op}: operands have different types {lt} and {rt} (type mismatch; cast one of them)")
+            raise fail(
+                e.pos,
+                f"operator {e.op}: operands have different types {lt} and {rt} (type mismatch; cast one of them)",
+            )
         return lb
 
     def shift(self, e: A.Binary, lt: T.Type, rt: T.Type, scope: Scope) -> T.Type:
@@ -1048,7 +1210,9 @@ class Checker:
         if isinstance(amount, int) and amount < 0:
             raise fail(e.right.pos, f"shift by a negative amount {amount}")
         if isinstance(lb, T.InfInt) and amount is None:
-            raise fail(e.pos, "left operand of a shift by a non-constant amount needs a known width")
+            raise fail(
+                e.pos, "left operand of a shift by a non-constant amount needs a known width"
+            )
         if isinstance(rb, T.InfInt):
             e.right.type = T.Bits(32) if amount is None else T.INFINT
         return lb
@@ -1070,7 +1234,10 @@ class Checker:
         if isinstance(at, T.InfInt) and self.const_value(e.cond, scope) is None:
             if isinstance(expected, T.Bits):
                 return expected
-            raise fail(e.pos, "?: with untyped integer branches needs a constant condition or a known width")
+            raise fail(
+                e.pos,
+                "?: with untyped integer branches needs a constant condition or a known width",
+            )
         return at
 
     def expr_Cast(self, e: A.Cast, scope: Scope, ctx: Context, expected: Any) -> T.Type:
@@ -1088,11 +1255,16 @@ class Checker:
         s, d = src, dst
         if isinstance(s, T.NewType) or isinstance(d, T.NewType):
             return self.castable(T.strip_newtype(s), T.strip_newtype(d)) and (
-                T.strip_newtype(s) == T.strip_newtype(d) or True)
+                T.strip_newtype(s) == T.strip_newtype(d) or True
+            )
         if isinstance(s, T.Bits) and isinstance(d, T.Bits):
             return s.signed == d.signed or s.width == d.width or True
         if isinstance(s, T.InfInt):
-            return isinstance(d, (T.Bits, T.InfInt)) or d is T.BOOL or (isinstance(d, T.EnumT) and d.underlying is not None)
+            return (
+                isinstance(d, (T.Bits, T.InfInt))
+                or d is T.BOOL
+                or (isinstance(d, T.EnumT) and d.underlying is not None)
+            )
         if s is T.BOOL and isinstance(d, T.Bits):
             return d.width == 1 and not d.signed
         if isinstance(s, T.Bits) and d is T.BOOL:
@@ -1151,7 +1323,9 @@ class Checker:
         raise fail(e.pos, "select can only be used in a transition")
 
     # ================================================================= calls
-    def expr_Call(self, e: A.Call, scope: Scope, ctx: Context, expected: Any, statement: bool = False) -> T.Type:
+    def expr_Call(
+        self, e: A.Call, scope: Scope, ctx: Context, expected: Any, statement: bool = False
+    ) -> T.Type:
         ft = self.expr(e.func, scope, ctx)
         if isinstance(ft, T.CallableT):
             return self.call_named(e, ft, scope, ctx, statement)
@@ -1161,32 +1335,75 @@ class Checker:
             self.bind_type_args(proto, e, scope, bindings)
             self.bind_args(proto.resolved_params, e.args, scope, ctx, bindings, e.pos, ft.name)
             e.target = ("method", ft.extern, proto)
+            e.bindings = bindings
+            self.packet_method_rules(e, ft)
             rt = self.subst(proto.resolved_return, bindings)
             return self.call_result(e, rt, statement)
         if isinstance(ft, BuiltinMethod):
             return self.builtin_call(e, ft, scope, ctx, statement)
         if isinstance(ft, TypeValue):
-            if isinstance(ft.type, (T.BlockT, T.ExternT)) and isinstance(e.func, (A.Name, A.TypeExpr)):
+            if isinstance(ft.type, (T.BlockT, T.ExternT)) and isinstance(
+                e.func, (A.Name, A.TypeExpr)
+            ):
                 # a constructor call used as an argument: `V1Switch(MyParser(), ...)`
-                typeref = A.NamedType(e.func.pos, e.func.name, e.func.dot) if isinstance(e.func, A.Name) else e.func.typeref
+                typeref = (
+                    A.NamedType(e.func.pos, e.func.name, e.func.dot)
+                    if isinstance(e.func, A.Name)
+                    else e.func.typeref
+                )
                 e.target = ("constructor", ft.type)
                 return self.instantiate(typeref, e.args, scope, ctx, e.pos)
             raise fail(e.pos, f"{self.describe(e.func)}: a type cannot be called (use an instance)")
         raise fail(e.pos, f"{self.describe(e.func)}: is not a function, action or method")
 
+    def packet_method_rules(self, e: A.Call, ft: MethodRef) -> None:
+        """packet_in.extract needs a header; packet_out.emit headers, stacks, unions or structs of them."""
+        if not e.args or e.args[0].value is None:
+            return
+        arg_t = T.strip_newtype(e.args[0].value.type)
+        if ft.extern.name == "packet_in" and ft.name == "extract":
+            if not T.is_header(arg_t):
+                raise fail(e.args[0].value.pos, f"extract: argument must be a header, not {arg_t}")
+        elif ft.extern.name == "packet_out" and ft.name == "emit":
+            if not self.emittable(arg_t):
+                raise fail(
+                    e.args[0].value.pos,
+                    f"emit: argument must be a header, header stack, header_union or a struct of them, not {arg_t}",
+                )
+
+    def emittable(self, t: T.Type) -> bool:
+        t = T.strip_newtype(t)
+        if isinstance(t, T.StructT):
+            if t.kind in ("header", "header_union"):
+                return True
+            return all(self.emittable(f) for f in t.fields.values())
+        if isinstance(t, T.StackT):
+            return True
+        if isinstance(t, T.TupleT):
+            return all(self.emittable(f) for f in t.elems)
+        return isinstance(t, T.TypeVar)
+
     def call_result(self, e: A.Call, rt: T.Type | None, statement: bool) -> T.Type:
         rt = rt or T.VOID
         if not statement and rt is T.VOID:
-            raise fail(e.pos, f"{self.describe(e.func)}: returns void and cannot be used as a value")
+            raise fail(
+                e.pos, f"{self.describe(e.func)}: returns void and cannot be used as a value"
+            )
         return rt
 
-    def call_named(self, e: A.Call, ft: T.CallableT, scope: Scope, ctx: Context, statement: bool) -> T.Type:
+    def call_named(
+        self, e: A.Call, ft: T.CallableT, scope: Scope, ctx: Context, statement: bool
+    ) -> T.Type:
         sym = ft.target
         if sym.kind == "action":
             decl: A.ActionDecl = sym.decl
             if ctx.kind not in ("control", "action"):
-                raise fail(e.pos, f"{decl.name}: actions can only be called from controls and actions")
-            self.bind_args([(p, p.type) for p in decl.params], e.args, scope, ctx, {}, e.pos, decl.name)
+                raise fail(
+                    e.pos, f"{decl.name}: actions can only be called from controls and actions"
+                )
+            self.bind_args(
+                [(p, p.type) for p in decl.params], e.args, scope, ctx, {}, e.pos, decl.name
+            )
             e.target = ("action", decl)
             return self.call_result(e, T.VOID, statement)
         if sym.kind == "function":
@@ -1201,38 +1418,80 @@ class Checker:
         self.bind_type_args(proto, e, scope, bindings)
         self.bind_args(proto.resolved_params, e.args, scope, ctx, bindings, e.pos, sym.name)
         e.target = ("extern_function", proto)
+        e.bindings = bindings
+        if sym.name == "verify" and ctx.kind != "parser":
+            raise fail(e.pos, "verify can only be called in a parser")
+        if sym.name == "static_assert" and e.args and e.args[0].value is not None:
+            ok = self.const_value(e.args[0].value, scope)
+            if ok is None:
+                raise fail(
+                    e.args[0].value.pos,
+                    "static_assert: the condition must be a compile-time constant",
+                )
+            if ok is False:
+                msg = (
+                    e.args[1].value.value
+                    if len(e.args) > 1 and isinstance(e.args[1].value, A.StringLit)
+                    else "static assertion failed"
+                )
+                raise fail(e.pos, f"static_assert failed: {msg}")
         return self.call_result(e, self.subst(proto.resolved_return, bindings), statement)
 
-    def bind_type_args(self, proto: Any, e: A.Call, scope: Scope, bindings: dict[str, T.Type]) -> None:
+    def bind_type_args(
+        self, proto: Any, e: A.Call, scope: Scope, bindings: dict[str, T.Type]
+    ) -> None:
         if not e.type_args:
             return
         tparams = proto.type_params
         if len(tparams) != len(e.type_args):
-            raise fail(e.pos, f"{self.describe(e.func)}: expects {len(tparams)} type arguments, got {len(e.type_args)}")
+            raise fail(
+                e.pos,
+                f"{self.describe(e.func)}: expects {len(tparams)} type arguments, got {len(e.type_args)}",
+            )
         for name, ta in zip(tparams, e.type_args, strict=True):
             bindings[name] = self.resolve_type(ta, scope)
 
-    def pick_overload(self, candidates: list[Any], args: list[A.Argument], pos: SourcePos, name: str) -> Any:
+    def pick_overload(
+        self, candidates: list[Any], args: list[A.Argument], pos: SourcePos, name: str
+    ) -> Any:
         named = {a.name for a in args if a.name}
         fitting = []
         for c in candidates:
             params = c.params
-            required = [p for p in params if p.default is None and not any(a.name == "optional" for a in p.annotations)]
+            required = [
+                p
+                for p in params
+                if p.default is None and not any(a.name == "optional" for a in p.annotations)
+            ]
             if named:
                 pnames = {p.name for p in params}
-                if named <= pnames and all(p.name in named or p.default is not None for p in required):
+                if named <= pnames and all(
+                    p.name in named or p.default is not None for p in required
+                ):
                     fitting.append(c)
             elif len(required) <= len(args) <= len(params):
                 fitting.append(c)
         if not fitting:
             counts = sorted({len(c.params) for c in candidates})
-            raise fail(pos, f"{name}: wrong number of arguments: {len(args)} given, expected "
-                       f"{' or '.join(map(str, counts))}")
+            raise fail(
+                pos,
+                f"{name}: wrong number of arguments: {len(args)} given, expected "
+                f"{' or '.join(map(str, counts))}",
+            )
         return fitting[0]
 
-    def bind_args(self, params: list[tuple[A.Param, T.Type]], args: list[A.Argument], scope: Scope,
-                  ctx: Context, bindings: dict[str, T.Type], pos: SourcePos, name: str,
-                  constructor: bool = False, leave_directionless: bool = False) -> None:
+    def bind_args(
+        self,
+        params: list[tuple[A.Param, T.Type]],
+        args: list[A.Argument],
+        scope: Scope,
+        ctx: Context,
+        bindings: dict[str, T.Type],
+        pos: SourcePos,
+        name: str,
+        constructor: bool = False,
+        leave_directionless: bool = False,
+    ) -> None:
         """Match arguments to parameters, inferring type variables; check directions."""
         if any(a.name for a in args):
             by_name = {p.name: (p, t) for p, t in params}
@@ -1243,15 +1502,26 @@ class Checker:
                 pairs.append((by_name[a.name], a))
         else:
             if len(args) > len(params):
-                raise fail(pos, f"{name}: too many arguments ({len(args)} given, {len(params)} expected)")
-            required = [p for p, _ in params if p.default is None and not any(x.name == "optional" for x in p.annotations)]
+                raise fail(
+                    pos, f"{name}: too many arguments ({len(args)} given, {len(params)} expected)"
+                )
+            required = [
+                p
+                for p, _ in params
+                if p.default is None and not any(x.name == "optional" for x in p.annotations)
+            ]
             if len(args) < len(required) and not leave_directionless:
-                raise fail(pos, f"{name}: not enough arguments ({len(args)} given, {len(required)} expected)")
+                raise fail(
+                    pos,
+                    f"{name}: not enough arguments ({len(args)} given, {len(required)} expected)",
+                )
             pairs = list(zip(params, args, strict=False))
         for (p, pt), a in pairs:
             if a.value is None:  # `_`
                 if p.direction not in ("out", "inout", ""):
-                    raise fail(a.pos, f"{p.name}: don't care '_' can only be passed to an out parameter")
+                    raise fail(
+                        a.pos, f"{p.name}: don't care '_' can only be passed to an out parameter"
+                    )
                 continue
             want = self.subst(pt, bindings)
             at = self.expr(a.value, scope, ctx, expected=None if self.has_typevar(want) else want)
@@ -1261,14 +1531,20 @@ class Checker:
             self.unify(want, at, bindings)
             want = self.subst(pt, bindings)
             if not self.assignable(want, at):
-                raise fail(a.value.pos, f"{name}: argument {p.name}: cannot convert {at} to {want} (type mismatch)")
+                raise fail(
+                    a.value.pos,
+                    f"{name}: argument {p.name}: cannot convert {at} to {want} (type mismatch)",
+                )
             if isinstance(at, T.InfInt) and isinstance(T.strip_newtype(want), T.Bits):
                 self.retype_literal(a.value, T.strip_newtype(want))
             if p.direction in ("out", "inout"):
                 problem = self.lvalue_problem(a.value, scope)
                 if problem:
-                    raise fail(a.value.pos, f"{name}: argument {p.name} is passed to an {p.direction} "
-                               f"parameter and must be an l-value: {problem}")
+                    raise fail(
+                        a.value.pos,
+                        f"{name}: argument {p.name} is passed to an {p.direction} "
+                        f"parameter and must be an l-value: {problem}",
+                    )
             elif p.direction == "" and not constructor and isinstance(a.value, A.Name):
                 pass
 
@@ -1290,7 +1566,11 @@ class Checker:
             elif isinstance(bindings[want.name], T.InfInt) and not isinstance(got, T.InfInt):
                 bindings[want.name] = got
             return
-        if isinstance(want, T.TupleT) and isinstance(got, T.TupleT) and len(want.elems) == len(got.elems):
+        if (
+            isinstance(want, T.TupleT)
+            and isinstance(got, T.TupleT)
+            and len(want.elems) == len(got.elems)
+        ):
             for a, b in zip(want.elems, got.elems, strict=True):
                 self.unify(a, b, bindings)
         if isinstance(want, T.StackT) and isinstance(got, T.StackT):
@@ -1300,29 +1580,45 @@ class Checker:
                 if k in got.args:
                     self.unify(v, got.args[k], bindings)
 
-    def bind_block(self, want: T.BlockT, got: T.BlockT, bindings: dict[str, T.Type], pos: SourcePos, pname: str) -> None:
+    def bind_block(
+        self, want: T.BlockT, got: T.BlockT, bindings: dict[str, T.Type], pos: SourcePos, pname: str
+    ) -> None:
         """A package argument: the instance's parameters must match the declared block type's."""
         want_params = want.decl.resolved_params if hasattr(want.decl, "resolved_params") else []
         got_params = got.decl.resolved_params
         if want.kind != got.kind:
-            raise fail(pos, f"{pname}: expected a {want.kind} ({want.name}), got a {got.kind} {got.name}")
+            raise fail(
+                pos, f"{pname}: expected a {want.kind} ({want.name}), got a {got.kind} {got.name}"
+            )
         if len(want_params) != len(got_params):
-            raise fail(pos, f"{pname}: {got.name} has {len(got_params)} parameters, {want.name} expects {len(want_params)}")
+            raise fail(
+                pos,
+                f"{pname}: {got.name} has {len(got_params)} parameters, {want.name} expects {len(want_params)}",
+            )
         for (wp, wt), (gp, gt) in zip(want_params, got_params, strict=True):
             wt = self.subst(self.subst(wt, want.args), bindings)
             gt = self.subst(gt, got.args)
             if wp.direction != gp.direction:
-                raise fail(pos, f"{pname}: parameter {gp.name} of {got.name} is '{gp.direction or 'directionless'}', "
-                           f"{want.name} needs '{wp.direction or 'directionless'}'")
+                raise fail(
+                    pos,
+                    f"{pname}: parameter {gp.name} of {got.name} is '{gp.direction or 'directionless'}', "
+                    f"{want.name} needs '{wp.direction or 'directionless'}'",
+                )
             if isinstance(wt, T.TypeVar):
                 bound = bindings.get(wt.name)
                 if bound is None or isinstance(bound, T.TypeVar):
                     bindings[wt.name] = gt
                 elif not self.same_type(bound, gt):
-                    raise fail(pos, f"{pname}: parameter {gp.name} of {got.name} has type {gt}, "
-                               f"but {wt.name} is already {bound} (type mismatch)")
+                    raise fail(
+                        pos,
+                        f"{pname}: parameter {gp.name} of {got.name} has type {gt}, "
+                        f"but {wt.name} is already {bound} (type mismatch)",
+                    )
             elif not self.same_type(wt, gt):
-                raise fail(pos, f"{pname}: parameter {gp.name} of {got.name} has type {gt}, expected {wt} (type mismatch)")
+                raise fail(
+                    pos,
+                    f"{pname}: parameter {gp.name} of {got.name} has type {gt}, expected {wt} (type mismatch)",
+                )
 
     def same_type(self, a: T.Type, b: T.Type) -> bool:
         if a is b or a == b:
@@ -1335,7 +1631,9 @@ class Checker:
             return True
         return False
 
-    def builtin_call(self, e: A.Call, m: BuiltinMethod, scope: Scope, ctx: Context, statement: bool) -> T.Type:
+    def builtin_call(
+        self, e: A.Call, m: BuiltinMethod, scope: Scope, ctx: Context, statement: bool
+    ) -> T.Type:
         name = m.name
         obj = e.func.expr if isinstance(e.func, A.Member) else None
         e.target = ("builtin", name)
@@ -1345,7 +1643,10 @@ class Checker:
                 if e.args:
                     raise fail(e.pos, "table apply takes no arguments")
                 if ctx.kind not in ("control",):
-                    raise fail(e.pos, f"{target.name}: tables can only be applied in a control's apply block")
+                    raise fail(
+                        e.pos,
+                        f"{target.name}: tables can only be applied in a control's apply block",
+                    )
                 return T.ApplyResultT(target.decl)
             decl = target.decl
             params = [(p, self.subst(t, target.args)) for p, t in decl.resolved_params]
@@ -1501,7 +1802,11 @@ class ConstFolder:
             return None
         if op in ("|+|", "|-|") and isinstance(t, T.Bits):
             r = a + b if op == "|+|" else a - b
-            lo, hi = (-(1 << (t.width - 1)), (1 << (t.width - 1)) - 1) if t.signed else (0, (1 << t.width) - 1)
+            lo, hi = (
+                (-(1 << (t.width - 1)), (1 << (t.width - 1)) - 1)
+                if t.signed
+                else (0, (1 << t.width) - 1)
+            )
             return max(lo, min(hi, r))
         return None
 
@@ -1533,10 +1838,21 @@ class ConstFolder:
         return (v >> e.lo_value) & ((1 << (e.hi_value - e.lo_value + 1)) - 1)
 
     def f_Call(self, e: A.Call) -> Any:
-        if isinstance(e.func, A.Member) and e.func.name in ("minSizeInBits", "minSizeInBytes", "maxSizeInBits", "maxSizeInBytes"):
+        if isinstance(e.func, A.Name) and e.func.name == "static_assert":
+            return True  # the checker already proved it (a false one is an error)
+        if isinstance(e.func, A.Member) and e.func.name in (
+            "minSizeInBits",
+            "minSizeInBytes",
+            "maxSizeInBits",
+            "maxSizeInBytes",
+        ):
             ft = e.func.type
             if isinstance(ft, BuiltinMethod):
-                w = T.width_of(ft.target) if not isinstance(ft.target, T.StructT) else self.min_bits(ft.target, e.func.name.startswith("max"))
+                w = (
+                    T.width_of(ft.target)
+                    if not isinstance(ft.target, T.StructT)
+                    else self.min_bits(ft.target, e.func.name.startswith("max"))
+                )
                 if w is None:
                     return None
                 return w if e.func.name.endswith("Bits") else (w + 7) // 8
@@ -1631,7 +1947,10 @@ class TableChecker:
                 self.c.expr(p.value, self.scope, self.ctx)
                 v = self.c.const_value(p.value, self.scope)
                 if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                    raise fail(p.value.pos, f"{self.t.name}: size must be a non-negative compile-time constant")
+                    raise fail(
+                        p.value.pos,
+                        f"{self.t.name}: size must be a non-negative compile-time constant",
+                    )
             elif p.name in ("key", "actions"):
                 continue
             elif isinstance(p.value, A.Expr):
@@ -1641,23 +1960,36 @@ class TableChecker:
                     self.c.expr(p.value, self.scope, self.ctx)
 
     def extern_property(self, p: A.TableProperty) -> None:
-        wanted = {"implementation": ("action_profile", "action_selector"),
-                  "counters": ("direct_counter",), "meters": ("direct_meter",)}[p.name]
+        wanted = {
+            "implementation": ("action_profile", "action_selector"),
+            "counters": ("direct_counter",),
+            "meters": ("direct_meter",),
+        }[p.name]
         if isinstance(p.value, A.Call):
-            t = self.c.instantiate(A.NamedType(p.value.pos, self.c.describe(p.value.func)), p.value.args,
-                                   self.scope, self.ctx, p.value.pos)
+            t = self.c.instantiate(
+                A.NamedType(p.value.pos, self.c.describe(p.value.func)),
+                p.value.args,
+                self.scope,
+                self.ctx,
+                p.value.pos,
+            )
             p.value.type = t
         else:
             t = self.c.expr(p.value, self.scope, self.ctx)
         if not (isinstance(t, T.ExternT) and t.name in wanted):
-            raise fail(p.value.pos, f"{self.t.name}: property {p.name} must name a {' or '.join(wanted)} instance")
+            raise fail(
+                p.value.pos,
+                f"{self.t.name}: property {p.name} must name a {' or '.join(wanted)} instance",
+            )
 
     def keys(self, elements: list[A.KeyElement]) -> None:
         lpm = 0
         for k in elements:
             kt = self.c.expr(k.expr, self.scope, self.ctx)
             if k.match_kind not in self.c.match_kinds:
-                raise fail(k.match_kind_pos or k.pos, f"{k.match_kind}: not a match_kind (undeclared)")
+                raise fail(
+                    k.match_kind_pos or k.pos, f"{k.match_kind}: not a match_kind (undeclared)"
+                )
             b = T.strip_newtype(kt)
             if not (isinstance(b, T.Bits) or b in (T.BOOL, T.ERROR) or isinstance(b, T.EnumT)):
                 raise fail(k.expr.pos, f"table key of type {kt} is not supported")
@@ -1687,10 +2019,20 @@ class TableChecker:
             args = call.args if call else []
             directional = [p for p in decl.params if p.direction]
             if len(args) > len(decl.params) or (len(args) < len(directional)):
-                raise fail(e.pos, f"{fn.name}: action in a table's action list must get exactly its "
-                           f"directional arguments ({len(directional)}), got {len(args)}")
-            self.c.bind_args([(p, p.type) for p in decl.params[: len(args)]], args, self.scope,
-                             self.ctx, {}, e.pos, fn.name)
+                raise fail(
+                    e.pos,
+                    f"{fn.name}: action in a table's action list must get exactly its "
+                    f"directional arguments ({len(directional)}), got {len(args)}",
+                )
+            self.c.bind_args(
+                [(p, p.type) for p in decl.params[: len(args)]],
+                args,
+                self.scope,
+                self.ctx,
+                {},
+                e.pos,
+                fn.name,
+            )
             if call:
                 call.type = T.VOID
             self.actions[fn.name] = (decl, r)
@@ -1705,7 +2047,9 @@ class TableChecker:
             sym = self.scope.lookup(fn.name)
             if sym is None:
                 raise fail(fn.pos, f"{fn.name}: action not found (undeclared)")
-            raise fail(fn.pos, f"{what}: {fn.name} is not in the actions list of table {self.t.name}")
+            raise fail(
+                fn.pos, f"{what}: {fn.name} is not in the actions list of table {self.t.name}"
+            )
         decl, ref = self.actions[fn.name]
         fn.sym = self.scope.lookup(fn.name) or (self.c.globals.lookup(fn.name))
         fn.type = T.CallableT("action", fn.name, fn.sym)
@@ -1713,13 +2057,26 @@ class TableChecker:
         if call is None and decl.params:
             raise fail(e.pos, f"{what}: action {fn.name} needs arguments: {fn.name}(...)")
         if len(args) != len(decl.params):
-            raise fail(e.pos, f"{what}: action {fn.name} expects {len(decl.params)} arguments, got {len(args)}")
-        self.c.bind_args([(p, p.type) for p in decl.params], args, self.scope, self.ctx, {}, e.pos, fn.name)
+            raise fail(
+                e.pos,
+                f"{what}: action {fn.name} expects {len(decl.params)} arguments, got {len(args)}",
+            )
+        self.c.bind_args(
+            [(p, p.type) for p in decl.params], args, self.scope, self.ctx, {}, e.pos, fn.name
+        )
         for a, p in zip(args, decl.params, strict=True):
-            if p.direction == "" and a.value is not None and self.c.const_value(a.value, self.scope) is None \
-                    and not isinstance(a.value.type, T.EnumT) and a.value.type is not T.ERROR \
-                    and not isinstance(T.strip_newtype(a.value.type), T.StructT):
-                raise fail(a.value.pos, f"{what}: argument {p.name} of {fn.name} must be a compile-time constant")
+            if (
+                p.direction == ""
+                and a.value is not None
+                and self.c.const_value(a.value, self.scope) is None
+                and not isinstance(a.value.type, T.EnumT)
+                and a.value.type is not T.ERROR
+                and not isinstance(T.strip_newtype(a.value.type), T.StructT)
+            ):
+                raise fail(
+                    a.value.pos,
+                    f"{what}: argument {p.name} of {fn.name} must be a compile-time constant",
+                )
         if call is not None:
             call.type = T.VOID
         return decl
@@ -1728,7 +2085,10 @@ class TableChecker:
         decl = self.action_call(p.value, "default_action")
         for _, ref in [self.actions[decl.name]]:
             if any(a.name == "tableonly" for a in ref.annotations):
-                raise fail(p.value.pos, f"{decl.name}: action is @tableonly and cannot be the default action")
+                raise fail(
+                    p.value.pos,
+                    f"{decl.name}: action is @tableonly and cannot be the default action",
+                )
 
     def entries(self, p: A.TableProperty) -> None:
         if not self.key_types and p.value:
@@ -1751,7 +2111,10 @@ class TableChecker:
             decl = self.action_call(entry.action, "entry action")
             ref = self.actions[decl.name][1]
             if any(a.name == "defaultonly" for a in ref.annotations):
-                raise fail(entry.action.pos, f"{decl.name}: action is @defaultonly and cannot be used in entries")
+                raise fail(
+                    entry.action.pos,
+                    f"{decl.name}: action is @defaultonly and cannot be used in entries",
+                )
 
 
 def check(program: A.Program) -> CheckedProgram:

@@ -297,7 +297,9 @@ class _OutputError(Exception):
 
 def _write_outputs(program: CompiledProgram, outputs: _Outputs, args: argparse.Namespace) -> None:
     if outputs.json_path is not None:
-        text = json.dumps(program.ir, indent=2) + "\n"
+        # Compact: indentation grows with nesting depth, and a program with 10,000 nested
+        # blocks would otherwise produce gigabytes of leading spaces.
+        text = json.dumps(program.ir, separators=(",", ":")) + "\n"
         _write_file(outputs.json_path, text.encode("utf-8"))
         _verbose(args, f"wrote {outputs.json_path}")
     for path, fmt in outputs.p4runtime:

@@ -106,6 +106,7 @@ class ModelBuilder:
         self.actions: dict[str, CPAction] = {}
         self.seen_types: set[str] = set()
         self.instances: dict[int, str] = {}  # id(extern Instance decl) -> control-plane name
+        self.ids_seen: dict[int, Any] = {}
 
     def build(self) -> ControlPlaneModel:
         main = self.checked.main
@@ -113,7 +114,11 @@ class ModelBuilder:
         self.model.pkg_annotations = annotation_texts(main.annotations)
         self.model.errors = list(self.checked.error_members)
         for d in self.checked.program.decls:
-            if isinstance(d, A.Instance) and isinstance(d.type_of, T.ExternT) if hasattr(d, "type_of") else False:
+            if (
+                isinstance(d, A.Instance) and isinstance(d.type_of, T.ExternT)
+                if hasattr(d, "type_of")
+                else False
+            ):
                 pass
         for arg in main.args:
             self.block_arg(arg.value, "")
@@ -183,21 +188,51 @@ class ModelBuilder:
                         self.digest(node)
 
     # ------------------------------------------------------------------ objects
+    def explicit_id(self, annos: list[A.Annotation], prefix: int) -> int | None:
+        """An @id value, checked where it is written (p4c checks the prefix and uniqueness)."""
+        value = id_annotation(annos)
+        if value is None:
+            return None
+        pos = next(a.pos for a in annos if a.name == "id")
+        top = value >> 24
+        if top not in (0, prefix):
+            raise CompileError(
+                pos, f"@id({value:#x}) has the wrong 8-bit prefix {top:#x}; expected {prefix:#x}"
+            )
+        full = value | (prefix << 24)
+        if full in self.ids_seen and self.ids_seen[full] is not pos:
+            raise CompileError(pos, f"@id({value:#x}) is already used (at {self.ids_seen[full]})")
+        self.ids_seen[full] = pos
+        return value
+
     def extern_instance(self, d: A.Instance, t: T.ExternT, prefix: str) -> None:
         name = qualify(prefix, d)
         self.instances[id(d)] = name
         annos = annotation_texts(d.annotations)
-        explicit = id_annotation(d.annotations)
+        prefix_of = {
+            "counter": 0x12,
+            "direct_counter": 0x13,
+            "meter": 0x14,
+            "direct_meter": 0x15,
+            "register": 0x16,
+            "action_profile": 0x11,
+            "action_selector": 0x11,
+        }
+        explicit = self.explicit_id(d.annotations, prefix_of.get(t.name, 0))
         args = [self.const(a.value) for a in d.args]
         self.model.touches_type_info = True
         if t.name == "counter":
-            self.model.counters.append(CPCounter(name, self.unit(d.args[1].value), int(args[0] or 0),
-                                                 None, annos, explicit))
+            self.model.counters.append(
+                CPCounter(
+                    name, self.unit(d.args[1].value), int(args[0] or 0), None, annos, explicit
+                )
+            )
         elif t.name == "direct_counter":
             d.cp_pending = ("counter", name, self.unit(d.args[0].value), annos, explicit)
         elif t.name == "meter":
-            self.model.meters.append(CPMeter(name, self.unit(d.args[1].value), int(args[0] or 0),
-                                             None, annos, explicit))
+            self.model.meters.append(
+                CPMeter(name, self.unit(d.args[1].value), int(args[0] or 0), None, annos, explicit)
+            )
         elif t.name == "direct_meter":
             d.cp_pending = ("meter", name, self.unit(d.args[0].value), annos, explicit)
         elif t.name == "register":
@@ -211,7 +246,10 @@ class ModelBuilder:
         elif t.name in ("action_profile", "action_selector"):
             size = args[0] if t.name == "action_profile" else args[1]
             self.model.action_profiles.append(
-                CPActionProfile(name, [], t.name == "action_selector", int(size or 0), 0, annos, explicit))
+                CPActionProfile(
+                    name, [], t.name == "action_selector", int(size or 0), 0, annos, explicit
+                )
+            )
 
     def unit(self, e: A.Expr | None) -> str:
         if isinstance(e, A.Member):
@@ -225,14 +263,21 @@ class ModelBuilder:
 
     def table(self, d: A.TableDecl, prefix: str) -> None:
         name = qualify(prefix, d)
-        table = CPTable(name, annotations=annotation_texts(d.annotations),
-                        explicit_id=id_annotation(d.annotations))
+        table = CPTable(
+            name,
+            annotations=annotation_texts(d.annotations),
+            explicit_id=self.explicit_id(d.annotations, 0x02),
+        )
         for k in TableChecker.prop(d, "key") or []:
             kname = name_annotation(k.annotations) or expr_text(k.expr)
             kt = k.expr.type
             width = T.width_of(kt) if T.strip_newtype(kt) is not T.ERROR else 0
-            mf = CPMatchField(kname, width or 0, k.match_kind, annotation_texts(
-                [a for a in k.annotations if a.name != "name"]))
+            mf = CPMatchField(
+                kname,
+                width or 0,
+                k.match_kind,
+                annotation_texts([a for a in k.annotations if a.name != "name"]),
+            )
             if isinstance(kt, (T.NewType, T.EnumT)):
                 mf.type_name = self.user_type(kt)
             table.match_fields.append(mf)
@@ -246,8 +291,15 @@ class ModelBuilder:
                 scope = "DEFAULT_ONLY"
             elif "tableonly" in names:
                 scope = "TABLE_ONLY"
-            table.actions.append(CPActionRef(aname, scope, annotation_texts(
-                [a for a in ref.annotations if a.name not in ("defaultonly", "tableonly")])))
+            table.actions.append(
+                CPActionRef(
+                    aname,
+                    scope,
+                    annotation_texts(
+                        [a for a in ref.annotations if a.name not in ("defaultonly", "tableonly")]
+                    ),
+                )
+            )
         if TableChecker.prop(d, "default_action") is None:
             # p4c's front end gives every table without one `default_action = NoAction()`,
             # adding NoAction to the action list as @defaultonly when it is not there.
@@ -270,7 +322,9 @@ class ModelBuilder:
                 if isinstance(p.value, A.Call):
                     table.default_action_args = [
                         int(self.const(a.value) or 0)
-                        for a, prm in zip(p.value.args, adecl.params, strict=False) if not prm.direction]
+                        for a, prm in zip(p.value.args, adecl.params, strict=False)
+                        if not prm.direction
+                    ]
             elif p.name == "entries":
                 table.is_const_table = p.is_const
                 table.has_initial_entries = bool(p.value) or p.is_const
@@ -281,10 +335,17 @@ class ModelBuilder:
                     pname = name_annotation(p.annotations) or f"{name}.implementation"
                     args = [self.const(a.value) for a in p.value.args]
                     size = args[0] if t.name == "action_profile" else args[1]
-                    self.model.action_profiles.append(CPActionProfile(
-                        pname.lstrip("."), [], t.name == "action_selector", int(size or 0), 0,
-                        annotation_texts([a for a in p.annotations if a.name != "name"]),
-                        id_annotation(p.annotations)))
+                    self.model.action_profiles.append(
+                        CPActionProfile(
+                            pname.lstrip("."),
+                            [],
+                            t.name == "action_selector",
+                            int(size or 0),
+                            0,
+                            annotation_texts([a for a in p.annotations if a.name != "name"]),
+                            self.explicit_id(p.annotations, 0x11),
+                        )
+                    )
                     table.implementation = pname.lstrip(".")
                 else:
                     table.implementation = self.instance_name(p.value, prefix)
@@ -328,13 +389,20 @@ class ModelBuilder:
             for p in decl.params:
                 if p.direction:
                     continue
-                cp = CPParam(p.name, T.width_of(p.type) or 0, annotation_texts(
-                    [a for a in p.annotations if a.name != "name"]))
+                cp = CPParam(
+                    p.name,
+                    T.width_of(p.type) or 0,
+                    annotation_texts([a for a in p.annotations if a.name != "name"]),
+                )
                 if isinstance(p.type, (T.NewType, T.EnumT)):
                     cp.type_name = self.user_type(p.type)
                 params.append(cp)
-            self.actions[name] = CPAction(name, params, annotation_texts(decl.annotations),
-                                          id_annotation(decl.annotations))
+            self.actions[name] = CPAction(
+                name,
+                params,
+                annotation_texts(decl.annotations),
+                self.explicit_id(decl.annotations, 0x01),
+            )
         return name
 
     def value_set(self, d: A.ValueSetDecl, prefix: str) -> None:
@@ -349,20 +417,32 @@ class ModelBuilder:
                 fields.append(CPMatchField(fname, T.width_of(ft) or 0, kind))
         else:
             fields.append(CPMatchField("", T.width_of(elem) or 0, "exact"))
-        self.model.value_sets.append(CPValueSet(qualify(prefix, d), int(getattr(d, "size_value", 0)),
-                                                fields, annotation_texts(d.annotations),
-                                                id_annotation(d.annotations)))
+        self.model.value_sets.append(
+            CPValueSet(
+                qualify(prefix, d),
+                int(getattr(d, "size_value", 0)),
+                fields,
+                annotation_texts(d.annotations),
+                self.explicit_id(d.annotations, 0x03),
+            )
+        )
 
     def digest(self, call: A.Call) -> None:
         if len(call.args) != 2 or call.args[1].value is None:
             return
-        t = call.args[1].value.type
+        t = getattr(call, "bindings", {}).get("T", call.args[1].value.type)
         if not isinstance(t, T.StructT) or t.anonymous:
             raise CompileError(call.pos, "digest data must be a struct or header value")
         if any(dg.type_name == t.name for dg in self.model.digests):
             return
-        self.model.digests.append(CPDigest(t.name, t.name, self.type_fields(t),
-                                           annotation_texts(t.decl.annotations if t.decl else [])))
+        self.model.digests.append(
+            CPDigest(
+                t.name,
+                t.name,
+                self.type_fields(t),
+                annotation_texts(t.decl.annotations if t.decl else []),
+            )
+        )
         self.user_type(t)
 
     def type_fields(self, t: T.StructT) -> list[CPTypeSpecField]:
@@ -402,8 +482,14 @@ class ModelBuilder:
             self.model.new_types.append(nt)
         elif isinstance(t, T.EnumT):
             members = [CPEnumMember(m, t.values.get(m)) for m in t.members]
-            self.model.enums.append(CPEnum(t.name, members, t.underlying.width if t.underlying else 0,
-                                           bool(t.underlying and t.underlying.signed)))
+            self.model.enums.append(
+                CPEnum(
+                    t.name,
+                    members,
+                    t.underlying.width if t.underlying else 0,
+                    bool(t.underlying and t.underlying.signed),
+                )
+            )
         elif isinstance(t, T.StructT):
             self.model.structs.append(CPStruct(t.name, self.type_fields(t), t.kind == "header"))
         return name
@@ -415,15 +501,27 @@ class ModelBuilder:
                 fields = []
                 for fdecl in d.fields:
                     ft = st.fields[fdecl.name]
-                    hf = CPHeaderField(fdecl.name, T.width_of(ft) or 0, annotation_texts(
-                        [x for x in fdecl.annotations if x.name not in ("name", "id")]))
+                    hf = CPHeaderField(
+                        fdecl.name,
+                        T.width_of(ft) or 0,
+                        annotation_texts(
+                            [x for x in fdecl.annotations if x.name not in ("name", "id")]
+                        ),
+                    )
                     if isinstance(ft, (T.NewType, T.EnumT)):
                         hf.type_name = self.user_type(ft)
                     fields.append(hf)
-                self.model.controller_headers.append(CPControllerHeader(
-                    a.args[0].value, d.name, fields,
-                    annotation_texts([x for x in d.annotations if x.name != "controller_header"]),
-                    id_annotation(d.annotations)))
+                self.model.controller_headers.append(
+                    CPControllerHeader(
+                        a.args[0].value,
+                        d.name,
+                        fields,
+                        annotation_texts(
+                            [x for x in d.annotations if x.name != "controller_header"]
+                        ),
+                        self.explicit_id(d.annotations, 0x04),
+                    )
+                )
 
 
 def iter_nodes(roots: list[Any]):

@@ -16,8 +16,19 @@ from .errors import SourcePos
 
 IR_FORMAT = "p4reduce-ir"
 IR_VERSION = 1
-_SKIP = {"pos", "type", "sym", "resolved_params", "resolved_return", "scope", "cp_pending",
-         "inst_type", "elem_type", "target", "resolved"}
+_SKIP = {
+    "pos",
+    "type",
+    "sym",
+    "resolved_params",
+    "resolved_return",
+    "scope",
+    "cp_pending",
+    "inst_type",
+    "elem_type",
+    "target",
+    "resolved",
+}
 
 
 def node_json(node: Any, files: dict[str, int]) -> Any:
@@ -31,9 +42,11 @@ def node_json(node: Any, files: dict[str, int]) -> Any:
         if isinstance(node, (str, int, float, bool)) or node is None:
             return node
         return str(node)
-    out: dict[str, Any] = {"node": type(node).__name__,
-                           "file": files.setdefault(node.pos.file, len(files)),
-                           "line": node.pos.line}
+    out: dict[str, Any] = {
+        "node": type(node).__name__,
+        "file": files.setdefault(node.pos.file, len(files)),
+        "line": node.pos.line,
+    }
     for key, value in vars(node).items():
         if key in _SKIP:
             continue
@@ -61,7 +74,9 @@ def node_json(node: Any, files: dict[str, int]) -> Any:
     return out
 
 
-def build_ir(program: A.Program, name: str, p4info_text: str, main: A.Instance | None) -> dict[str, Any]:
+def build_ir(
+    program: A.Program, name: str, p4info_text: str, main: A.Instance | None
+) -> dict[str, Any]:
     files: dict[str, int] = {}
     decls = [node_json(d, files) for d in program.decls]
     return {

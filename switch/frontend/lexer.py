@@ -28,6 +28,7 @@ _TOKEN_RE = re.compile(
   | (?P<line>\#[ \t]*(?:line[ \t]+)?(?P<lnum>\d+)(?:[ \t]+"(?P<lfile>(?:[^"\\\n]|\\.)*)")?[^\n]*)
   | (?P<pragma>\#[^\n]*)
   | (?P<lcomment>//[^\n]*)
+  | (?P<atpragma>@[ \t]*pragma\b[^\n]*)
   | (?P<bcomment>/\*(?:[^*]|\*(?!/))*\*/)
   | (?P<badcomment>/\*)
   | (?P<num>(?:\d+[ws])?(?:0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|0[dD][0-9_]+|\d[0-9_]*)(?![A-Za-z0-9_]))
@@ -35,7 +36,7 @@ _TOKEN_RE = re.compile(
   | (?P<id>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<str>"(?:[^"\\\n]|\\.)*")
   | (?P<badstr>")
-  | (?P<punct>&&&|\|\+\||\|-\||\.\.|\+\+|<<|<=|>=|==|!=|&&|\|\||[-+*/%&|^~!?:;,.=(){}\[\]<>@])
+  | (?P<punct>\|\+\|=|\|-\|=|<<=|\+=|-=|\*=|/=|%=|&=|\|=|\^=|&&&|\|\+\||\|-\||\.\.|\+\+|<<|<=|>=|==|!=|&&|\|\||[-+*/%&|^~!?:;,.=(){}\[\]<>@])
     """,
     re.VERBOSE,
 )
@@ -98,13 +99,21 @@ def tokenize(text: str, default_file: str) -> list[Token]:
         elif kind == "line":
             line = int(m.group("lnum"))
             if m.group("lfile") is not None:
-                file = m.group("lfile").encode("latin-1", "backslashreplace").decode(
-                    "unicode_escape", "replace"
-                ) if "\\" in m.group("lfile") else m.group("lfile")
+                file = (
+                    m.group("lfile")
+                    .encode("latin-1", "backslashreplace")
+                    .decode("unicode_escape", "replace")
+                    if "\\" in m.group("lfile")
+                    else m.group("lfile")
+                )
             # the marker's own newline is consumed next and must not advance the count
             line -= 1
         elif kind in ("pragma", "lcomment"):
             pass
+        elif kind == "atpragma":
+            # `@pragma name args...` runs to the end of the line (p4c's lexer does the same)
+            body = m.group().split("pragma", 1)[1].split("//", 1)[0].strip()
+            tokens.append(Token("pragma", body, SourcePos(file, line)))
         elif kind == "bcomment":
             line += m.group().count("\n")
         elif kind == "badcomment":

@@ -37,7 +37,10 @@ BINARY_PRECEDENCE: dict[str, int] = {
     "/": 11,
     "%": 11,
 }
-TYPE_KEYWORDS = frozenset({"bit", "int", "varbit", "bool", "string", "error", "match_kind", "tuple"})
+COMPOUND = frozenset({"+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", "|+|=", "|-|="})
+TYPE_KEYWORDS = frozenset(
+    {"bit", "int", "varbit", "bool", "string", "error", "match_kind", "tuple"}
+)
 SOFT_NAMES = frozenset({"apply", "key", "actions", "state", "entries", "type", "priority", "list"})
 MAX_DEPTH = 100_000
 
@@ -122,7 +125,11 @@ class Parser:
 
     def annotations(self) -> list[A.Annotation]:
         result = []
-        while self.at("@"):
+        while self.at("@") or self.tok.kind == "pragma":
+            if self.tok.kind == "pragma":
+                result.append(A.Annotation(self.tok.pos, "pragma", self.tok.text))
+                self.i += 1
+                continue
             at = self.expect("@")
             name_tok = self.tok
             if name_tok.kind not in ("id", "kw"):
@@ -397,7 +404,9 @@ class Parser:
     def extern_decl(self) -> A.Decl:
         pos = self.expect("extern").pos
         # `extern Name<T> { ... }` or `extern Name { ... }` versus a function prototype
-        if self.tok.kind == "id" and (self.peek().text == "{" or self.peek().text == "<" and self.is_extern_object()):
+        if self.tok.kind == "id" and (
+            self.peek().text == "{" or self.peek().text == "<" and self.is_extern_object()
+        ):
             name, _ = self.name()
             self.declare(name, True)
             self.push()
@@ -838,7 +847,7 @@ class Parser:
         return A.Block(pos, stmts)
 
     def statement(self) -> A.Stmt:
-        annos = self.annotations() if self.at("@") else []
+        annos = self.annotations() if self.at("@") or self.tok.kind == "pragma" else []
         t = self.tok
         pos = t.pos
         if t.kind == "punct":
@@ -888,7 +897,9 @@ class Parser:
                 self.expect(";")
                 return A.Continue(pos)
             if kw == "transition":
-                raise CompileError(pos, "transition statement is only allowed at the end of a parser state")
+                raise CompileError(
+                    pos, "transition statement is only allowed at the end of a parser state"
+                )
         if self.starts_declaration():
             typeref = self.typeref()
             if self.at("("):
@@ -908,10 +919,28 @@ class Parser:
             rhs = self.initializer()
             self.expect(";")
             return A.Assign(pos, lhs, rhs)
+        op = self.compound_operator()
+        if op is not None:
+            # `a op= b` is `a = a op b` (p4c evaluates the l-value once; ours has no side effects)
+            rhs = self.expression()
+            self.expect(";")
+            return A.Assign(pos, lhs, A.Binary(pos, op, lhs, rhs))
         if isinstance(lhs, A.Call):
             self.expect(";")
             return A.CallStmt(pos, lhs)
         raise self.error("'=' or '('")
+
+    def compound_operator(self) -> str | None:
+        t = self.tok
+        if t.kind != "punct":
+            return None
+        if t.text in COMPOUND:
+            self.i += 1
+            return t.text[:-1]
+        if t.text == ">" and t.tight and self.peek().text == ">=":
+            self.i += 2
+            return ">>"
+        return None
 
     def starts_declaration(self) -> bool:
         t = self.tok
@@ -1056,7 +1085,9 @@ class Parser:
     def is_cast(self) -> bool:
         nxt = self.peek()
         if nxt.kind == "kw":
-            return nxt.text in TYPE_KEYWORDS and not (nxt.text == "error" and self.peek(2).text == ".")
+            return nxt.text in TYPE_KEYWORDS and not (
+                nxt.text == "error" and self.peek(2).text == "."
+            )
         if nxt.kind == "id":
             if nxt.text == "list" and self.peek(2).text == "<":
                 return True

@@ -247,7 +247,11 @@ def to_json(t: Type | None) -> Any:
     if isinstance(t, NewType):
         return {"kind": "newtype", "name": t.name, "base": to_json(t.base)}
     if isinstance(t, ExternT):
-        return {"kind": "extern", "name": t.name, "args": {k: to_json(v) for k, v in t.args.items()}}
+        return {
+            "kind": "extern",
+            "name": t.name,
+            "args": {k: to_json(v) for k, v in t.args.items()},
+        }
     if isinstance(t, BlockT):
         return {"kind": t.kind, "name": t.name}
     if isinstance(t, TableT):

@@ -1,0 +1,70 @@
+// Plain (non-serializable) enum declaration, local variable of enum type and comparisons.
+#include <core.p4>
+#include <v1model.p4>
+
+header ethernet_t {
+    bit<48> dstAddr;
+    bit<48> srcAddr;
+    bit<16> etherType;
+}
+
+enum PktKind {
+    UNICAST,
+    MULTICAST,
+    BROADCAST
+}
+
+struct headers_t {
+    ethernet_t ethernet;
+}
+
+struct metadata_t {
+}
+
+parser MyParser(packet_in pkt, out headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
+    state start {
+        pkt.extract(hdr.ethernet);
+        transition accept;
+    }
+}
+
+control MyVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
+    apply {
+    }
+}
+
+control MyIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
+    apply {
+        PktKind k = PktKind.UNICAST;
+        if (hdr.ethernet.dstAddr == 48w0xffffffffffff) {
+            k = PktKind.BROADCAST;
+        } else if (hdr.ethernet.dstAddr[40:40] == 1) {
+            k = PktKind.MULTICAST;
+        }
+        if (k == PktKind.BROADCAST) {
+            standard_metadata.mcast_grp = 1;
+        } else if (k != PktKind.UNICAST) {
+            standard_metadata.mcast_grp = 2;
+        } else {
+            standard_metadata.egress_spec = 1;
+        }
+    }
+}
+
+control MyEgress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
+    apply {
+    }
+}
+
+control MyComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
+    apply {
+    }
+}
+
+control MyDeparser(packet_out pkt, in headers_t hdr) {
+    apply {
+        pkt.emit(hdr.ethernet);
+    }
+}
+
+V1Switch(MyParser(), MyVerifyChecksum(), MyIngress(), MyEgress(), MyComputeChecksum(), MyDeparser()) main;

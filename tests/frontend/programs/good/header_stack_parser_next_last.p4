@@ -1,0 +1,74 @@
+// Header stack parsed in a loop with .next and .last, indexed with constants in ingress.
+#include <core.p4>
+#include <v1model.p4>
+
+header ethernet_t {
+    bit<48> dstAddr;
+    bit<48> srcAddr;
+    bit<16> etherType;
+}
+
+header mpls_t {
+    bit<20> label;
+    bit<3>  tc;
+    bit<1>  bos;
+    bit<8>  ttl;
+}
+
+struct headers_t {
+    ethernet_t ethernet;
+    mpls_t[4] mpls;
+}
+
+struct metadata_t {
+}
+
+parser MyParser(packet_in pkt, out headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
+    state start {
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.etherType) {
+            0x8847: parse_mpls;
+            default: accept;
+        }
+    }
+    state parse_mpls {
+        pkt.extract(hdr.mpls.next);
+        transition select(hdr.mpls.last.bos) {
+            1w1: accept;
+            default: parse_mpls;
+        }
+    }
+}
+
+control MyVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
+    apply {
+    }
+}
+
+control MyIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
+    apply {
+        if (hdr.mpls[0].isValid()) {
+            hdr.mpls[0].ttl = hdr.mpls[0].ttl - 1;
+        }
+        standard_metadata.egress_spec = 1;
+    }
+}
+
+control MyEgress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
+    apply {
+    }
+}
+
+control MyComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
+    apply {
+    }
+}
+
+control MyDeparser(packet_out pkt, in headers_t hdr) {
+    apply {
+        pkt.emit(hdr.ethernet);
+        pkt.emit(hdr.mpls);
+    }
+}
+
+V1Switch(MyParser(), MyVerifyChecksum(), MyIngress(), MyEgress(), MyComputeChecksum(), MyDeparser()) main;

@@ -1,0 +1,94 @@
+// Header stack push_front and pop_front in table actions.
+#include <core.p4>
+#include <v1model.p4>
+
+header ethernet_t {
+    bit<48> dstAddr;
+    bit<48> srcAddr;
+    bit<16> etherType;
+}
+
+header mpls_t {
+    bit<20> label;
+    bit<3>  tc;
+    bit<1>  bos;
+    bit<8>  ttl;
+}
+
+struct headers_t {
+    ethernet_t ethernet;
+    mpls_t[4] mpls;
+}
+
+struct metadata_t {
+}
+
+parser MyParser(packet_in pkt, out headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
+    state start {
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.etherType) {
+            0x8847: parse_mpls;
+            default: accept;
+        }
+    }
+    state parse_mpls {
+        pkt.extract(hdr.mpls.next);
+        transition select(hdr.mpls.last.bos) {
+            1w1: accept;
+            default: parse_mpls;
+        }
+    }
+}
+
+control MyVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
+    apply {
+    }
+}
+
+control MyIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
+    action push_label(bit<20> label) {
+        hdr.mpls.push_front(1);
+        hdr.mpls[0].setValid();
+        hdr.mpls[0].label = label;
+        hdr.mpls[0].tc = 0;
+        hdr.mpls[0].bos = 0;
+        hdr.mpls[0].ttl = 64;
+    }
+    action pop_label() {
+        hdr.mpls.pop_front(1);
+    }
+    table mpls_op {
+        key = {
+            hdr.ethernet.dstAddr: exact;
+        }
+        actions = {
+            push_label;
+            pop_label;
+            NoAction;
+        }
+        default_action = NoAction();
+    }
+    apply {
+        mpls_op.apply();
+        standard_metadata.egress_spec = 1;
+    }
+}
+
+control MyEgress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
+    apply {
+    }
+}
+
+control MyComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
+    apply {
+    }
+}
+
+control MyDeparser(packet_out pkt, in headers_t hdr) {
+    apply {
+        pkt.emit(hdr.ethernet);
+        pkt.emit(hdr.mpls);
+    }
+}
+
+V1Switch(MyParser(), MyVerifyChecksum(), MyIngress(), MyEgress(), MyComputeChecksum(), MyDeparser()) main;

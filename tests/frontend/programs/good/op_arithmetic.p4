@@ -1,0 +1,66 @@
+// Arithmetic operators + - * on bit<W> and int<W> runtime values (no implicit width changes).
+#include <core.p4>
+#include <v1model.p4>
+
+header ethernet_t {
+    bit<48> dstAddr;
+    bit<48> srcAddr;
+    bit<16> etherType;
+}
+
+struct headers_t {
+    ethernet_t ethernet;
+}
+
+struct metadata_t {
+    bit<8>  a;
+    bit<8>  b;
+    bit<8>  sum;
+    bit<8>  diff;
+    bit<8>  prod;
+    bit<16> wide;
+    int<8>  s;
+}
+
+parser MyParser(packet_in pkt, out headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
+    state start {
+        pkt.extract(hdr.ethernet);
+        transition accept;
+    }
+}
+
+control MyVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
+    apply {
+    }
+}
+
+control MyIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
+    apply {
+        meta.a = hdr.ethernet.dstAddr[7:0];
+        meta.b = hdr.ethernet.srcAddr[7:0];
+        meta.sum = meta.a + meta.b;
+        meta.diff = meta.a - meta.b;
+        meta.prod = meta.a * 3;
+        meta.wide = (bit<16>)meta.a * (bit<16>)meta.b + 16w1;
+        meta.s = (int<8>)meta.a + -8s1;
+        standard_metadata.egress_spec = 1;
+    }
+}
+
+control MyEgress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
+    apply {
+    }
+}
+
+control MyComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
+    apply {
+    }
+}
+
+control MyDeparser(packet_out pkt, in headers_t hdr) {
+    apply {
+        pkt.emit(hdr.ethernet);
+    }
+}
+
+V1Switch(MyParser(), MyVerifyChecksum(), MyIngress(), MyEgress(), MyComputeChecksum(), MyDeparser()) main;

@@ -1,0 +1,83 @@
+// The size table property given as a literal and as a named constant.
+#include <core.p4>
+#include <v1model.p4>
+
+header ethernet_t {
+    bit<48> dstAddr;
+    bit<48> srcAddr;
+    bit<16> etherType;
+}
+const int SMALL = 16;
+
+struct headers_t {
+    ethernet_t ethernet;
+}
+
+struct metadata_t {
+}
+
+parser MyParser(packet_in pkt, out headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
+    state start {
+        pkt.extract(hdr.ethernet);
+        transition accept;
+    }
+}
+
+control MyVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
+    apply {
+    }
+}
+
+control MyIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
+    action set_port(bit<9> port) {
+        standard_metadata.egress_spec = port;
+    }
+    action drop() {
+        mark_to_drop(standard_metadata);
+    }
+
+    table big {
+        key = {
+            hdr.ethernet.dstAddr: exact;
+        }
+        actions = {
+            set_port;
+            NoAction;
+        }
+        size = 65536;
+        default_action = NoAction();
+    }
+    table small {
+        key = {
+            hdr.ethernet.srcAddr: exact;
+        }
+        actions = {
+            drop;
+            NoAction;
+        }
+        size = SMALL;
+        default_action = NoAction();
+    }
+    apply {
+        big.apply();
+        small.apply();
+    }
+}
+
+control MyEgress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
+    apply {
+    }
+}
+
+control MyComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
+    apply {
+    }
+}
+
+control MyDeparser(packet_out pkt, in headers_t hdr) {
+    apply {
+        pkt.emit(hdr.ethernet);
+    }
+}
+
+V1Switch(MyParser(), MyVerifyChecksum(), MyIngress(), MyEgress(), MyComputeChecksum(), MyDeparser()) main;
