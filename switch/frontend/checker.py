@@ -1028,6 +1028,14 @@ class Checker:
             if e.name not in b.members:
                 raise fail(e.pos, f"{b.name}.{e.name}: no such enum member (not found)")
             return b
+        if (
+            isinstance(b, T.BlockT)
+            and b.kind in ("parser", "control")
+            and e.name == "apply"
+            and not isinstance(b.decl, A.TypeDeclProto)
+        ):
+            # direct type invocation: `C.apply(...)` instantiates C anonymously (P4_16 spec 15.1)
+            return BuiltinMethod("apply", b)
         if isinstance(T.strip_newtype(b), (T.StructT, T.Bits)) and e.name in (
             "minSizeInBits",
             "minSizeInBytes",
@@ -2096,7 +2104,10 @@ class TableChecker:
         for entry in p.value:
             ks = entry.keyset
             n = len(self.key_types)
-            items = ks.items if isinstance(ks, A.ListExpr) and n != 1 else [ks]
+            if isinstance(ks, A.ListExpr) and (n != 1 or len(ks.items) == 1):
+                items = ks.items
+            else:
+                items = [ks]
             if isinstance(ks, (A.Default, A.DontCare)) and n > 1:
                 items = [ks] * n
             if len(items) != n:

@@ -181,7 +181,20 @@ class ModelBuilder:
             bodies += [s for st in decl.states for s in st.stmts]
         for node in iter_nodes(bodies):
             if isinstance(node, A.Call):
+                func_t = getattr(node.func, "expr", None)
+                if (
+                    isinstance(node.func, A.Member)
+                    and isinstance(func_t, A.Name)
+                    and getattr(func_t, "sym", None) is not None
+                    and func_t.sym.kind == "type"
+                    and isinstance(func_t.sym.type, T.BlockT)
+                ):
+                    # direct invocation `C.apply()`: p4c names the hidden instance after the type
+                    self.block(func_t.sym.type.decl, f"{prefix}.{func_t.name}")
                 target = getattr(node, "target", None)
+                if target and target[0] == "action":
+                    # actions called directly stay in p4c's program, hence in its P4Info
+                    self.action(target[1], "" if self.is_global(target[1]) else prefix)
                 if target and target[0] == "extern_function":
                     self.model.touches_type_info = True
                     if target[1].name == "digest":

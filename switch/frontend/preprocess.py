@@ -152,7 +152,7 @@ class _Preprocessor(pcpp.Preprocessor):
         self._realpaths: dict[str, str] = {}
         # Per file: (physical line of a #line directive, line delta, file name from then on).
         self._remaps: dict[str, list[tuple[int, int, str]]] = {}
-        self._last_token_pos: SourcePos | None = None
+        self._last_token_pos: tuple[str, int] | None = None
         self._last_args: list[Any] = []
 
     # ----------------------------------------------------------------- set-up and output
@@ -186,9 +186,10 @@ class _Preprocessor(pcpp.Preprocessor):
         at_line_start = True
         space = ""  # whitespace seen since the last token
         prev: Any = None
+        whitespace = self.t_WS
         for tok in iter(self.token, None):
             value = str(tok.value)
-            if tok.type in self.t_WS or value in _EXTRA_SPACE:
+            if tok.type in whitespace or value in _EXTRA_SPACE:
                 # Indentation is kept for readability of -E output; between tokens one space
                 # is enough to keep them apart.
                 space = "" if "\n" in value else space + value.translate(_TO_SPACE)
@@ -210,7 +211,7 @@ class _Preprocessor(pcpp.Preprocessor):
                 out.append(" ")
             out.append(value)
             at_line_start, space, prev = False, "", tok
-            self._last_token_pos = SourcePos(file, line)
+            self._last_token_pos = (file, line)
         if not at_line_start:
             out.append("\n")
         return "".join(out)
@@ -220,7 +221,7 @@ class _Preprocessor(pcpp.Preprocessor):
         token written, else the start of the main file."""
         if self.lastdirective is not None:
             return self._pos(self.lastdirective)
-        return self._last_token_pos or SourcePos(display, 1)
+        return SourcePos(*(self._last_token_pos or (display, 1)))
 
     def malformed_message(self, exc: Exception) -> str:
         if self.lastdirective is None:
@@ -329,6 +330,8 @@ class _Preprocessor(pcpp.Preprocessor):
     def _map(self, source: str | None, line: int) -> tuple[str, int]:
         """Apply the #line directives seen so far in ``source``."""
         file = source or (self._stack[0] if self._stack else "<unknown>")
+        if not self._remaps:
+            return file, line
         for physical, delta, name in reversed(self._remaps.get(file, ())):
             if line > physical:
                 return name, line + delta
