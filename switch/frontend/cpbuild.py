@@ -107,6 +107,7 @@ class ModelBuilder:
         self.seen_types: set[str] = set()
         self.instances: dict[int, str] = {}  # id(extern Instance decl) -> control-plane name
         self.ids_seen: dict[int, Any] = {}
+        self.owners: dict[tuple[str, str], Any] = {}
 
     def build(self) -> ControlPlaneModel:
         main = self.checked.main
@@ -276,6 +277,7 @@ class ModelBuilder:
 
     def table(self, d: A.TableDecl, prefix: str) -> None:
         name = qualify(prefix, d)
+        self.claim("table", name, d)
         table = CPTable(
             name,
             annotations=annotation_texts(d.annotations),
@@ -394,6 +396,18 @@ class ModelBuilder:
 
     def is_global(self, decl: Any) -> bool:
         return any(d is decl for d in self.checked.program.decls)
+
+    def claim(self, kind: str, name: str, decl: Any) -> None:
+        """Two different declarations may not share a control-plane name (p4c: conflicting name)."""
+        owner = self.owners.setdefault((kind, name), decl)
+        if owner is not decl and not (
+            kind == "action" and owner.name == decl.name and owner.params == decl.params
+        ):
+            raise CompileError(
+                decl.pos,
+                f"{name}: conflicting control plane name "
+                f"(also used by the declaration at {owner.pos})",
+            )
 
     def action(self, decl: A.ActionDecl, prefix: str) -> str:
         name = qualify(prefix, decl)
@@ -537,6 +551,33 @@ class ModelBuilder:
                 )
 
 
+def check_action_names(program: A.Program) -> None:
+    """Every action declaration must have its own control-plane name, used or not.
+
+    Like p4c's DuplicateActionControlPlaneNameCheck, this runs over declarations in source
+    order and reports the later of two actions that share a name.
+    """
+    seen: dict[str, A.ActionDecl] = {}
+
+    def visit(decl: A.ActionDecl, prefix: str) -> None:
+        name = qualify(prefix, decl)
+        first = seen.setdefault(name, decl)
+        if first is not decl:
+            raise CompileError(
+                decl.pos,
+                f"{name_annotation(decl.annotations) or decl.name}: "
+                f"conflicting control plane name: {name} (also {first.pos})",
+            )
+
+    for d in program.decls:
+        if isinstance(d, A.ActionDecl):
+            visit(d, "")
+        elif isinstance(d, A.ControlDecl):
+            for local in d.locals:
+                if isinstance(local, A.ActionDecl):
+                    visit(local, d.name)
+
+
 def iter_nodes(roots: list[Any]):
     """Every AST node below the given roots (expressions and statements)."""
     stack = list(roots)
@@ -557,4 +598,5 @@ def iter_nodes(roots: list[Any]):
 
 
 def build_model(checked: CheckedProgram) -> ControlPlaneModel:
+    check_action_names(checked.program)
     return ModelBuilder(checked).build()

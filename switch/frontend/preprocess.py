@@ -111,7 +111,7 @@ def preprocess(
         raise
     except RecursionError:
         raise CompileError(pp.best_position(display), "input nested too deeply") from None
-    except (IndexError, KeyError, AttributeError, TypeError, ValueError) as exc:
+    except IndexError as exc:
         # pcpp indexes directive arguments without checking that they exist (#ifdef, #if and
         # #undef with nothing after them); in practice this is the only source of these.
         raise CompileError(pp.best_position(display), pp.malformed_message(exc)) from None
@@ -162,10 +162,12 @@ class _Preprocessor(pcpp.Preprocessor):
     ) -> None:
         """-D and -U, checked like cpp checks them."""
         for name, value in defines.items():
-            head = re.match(r"[A-Za-z_]\w*(\([^)]*\))?\Z", name)
-            if head is None or name.startswith("defined"):
+            head = re.match(r"([A-Za-z_]\w*)(\([^)]*\))?\Z", name)
+            if head is None or head.group(1) == "defined":
                 raise CompileError(None, f"invalid macro name in -D {name}")
-            self.define(f"{name} {'1' if value is None else value}")
+            # As on cpp's command line, the definition is a single line.
+            body = "1" if value is None else value.replace("\n", " ")
+            self.define(f"{name} {body}")
         for name in undefines:
             if not re.match(r"[A-Za-z_]\w*\Z", name):
                 raise CompileError(None, f"invalid macro name in -U {name}")
