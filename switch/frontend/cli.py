@@ -138,7 +138,8 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="NAME[=VALUE]",
         action="append",
         default=[],
-        help="define a preprocessor macro (VALUE defaults to 1)",
+        help="define a preprocessor macro (VALUE defaults to 1); __TARGET_BMV2__ is "
+        "predefined, as by p4c's BMv2 back end",
     )
     add(
         "-U",

@@ -108,6 +108,7 @@ class ModelBuilder:
         self.instances: dict[int, str] = {}  # id(extern Instance decl) -> control-plane name
         self.ids_seen: dict[int, Any] = {}
         self.owners: dict[tuple[str, str], Any] = {}
+        self.action_decls: dict[str, A.ActionDecl] = {}
 
     def build(self) -> ControlPlaneModel:
         main = self.checked.main
@@ -130,7 +131,11 @@ class ModelBuilder:
                     self.extern_instance(d, sym.type, "")
             if isinstance(d, A.StructLike) and d.kind == "header":
                 self.controller_header(d)
-        self.model.actions = list(self.actions.values())
+        # p4c lists actions in declaration order (core.p4's NoAction first)
+        order = declaration_order(self.checked.program)
+        self.model.actions = sorted(
+            self.actions.values(), key=lambda a: order.get(id(self.action_decls[a.name]), 0)
+        )
         return self.model
 
     # ------------------------------------------------------------------ the instance tree
@@ -424,6 +429,7 @@ class ModelBuilder:
                 if isinstance(p.type, (T.NewType, T.EnumT)):
                     cp.type_name = self.user_type(p.type)
                 params.append(cp)
+            self.action_decls[name] = decl
             self.actions[name] = CPAction(
                 name,
                 params,
@@ -543,12 +549,20 @@ class ModelBuilder:
                         a.args[0].value,
                         d.name,
                         fields,
-                        annotation_texts(
-                            [x for x in d.annotations if x.name != "controller_header"]
-                        ),
+                        annotation_texts(d.annotations),
                         self.explicit_id(d.annotations, 0x04),
                     )
                 )
+
+
+def declaration_order(program: A.Program) -> dict[int, int]:
+    """Source order of top-level declarations and the locals of parsers and controls."""
+    order: dict[int, int] = {}
+    for d in program.decls:
+        order[id(d)] = len(order)
+        for local in getattr(d, "locals", []):
+            order[id(local)] = len(order)
+    return order
 
 
 def check_action_names(program: A.Program) -> None:
