@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from p4reduce.switch.frontend.compiler import CompileOptions, compile_file
 from p4reduce.switch.frontend.errors import CompileError
 
