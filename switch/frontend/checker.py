@@ -340,14 +340,14 @@ class Checker:
             if sym is not None and sym.kind == "value_set":
                 ks.type = sym.type
                 elem = sym.type.elem
-                want = types[0] if len(types) == 1 else T.TupleT(tuple(types))
-                if len(types) > 1 and isinstance(elem, T.StructT):
+                if isinstance(elem, T.StructT):
                     if len(elem.fields) != len(types):
                         raise fail(
                             ks.pos,
                             f"{ks.name}: value_set element has {len(elem.fields)} fields, select has {len(types)} expressions",
                         )
-                elif len(types) == 1 and not self.assignable(want, elem):
+                elif len(types) != 1 or not self.assignable(types[0], elem):
+                    want = types[0] if len(types) == 1 else T.TupleT(tuple(types))
                     raise fail(
                         ks.pos, f"{ks.name}: value_set of {elem} does not match select type {want}"
                     )

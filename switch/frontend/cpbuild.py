@@ -185,6 +185,9 @@ class ModelBuilder:
             bodies += [d.body for d in decl.locals if isinstance(d, A.ActionDecl)]
         else:
             bodies += [s for st in decl.states for s in st.stmts]
+        apply_calls = set()
+        if isinstance(decl, A.ControlDecl):
+            apply_calls = {id(n) for n in iter_nodes([decl.body]) if isinstance(n, A.Call)}
         for node in iter_nodes(bodies):
             if isinstance(node, A.Call):
                 func_t = getattr(node.func, "expr", None)
@@ -198,8 +201,9 @@ class ModelBuilder:
                     # direct invocation `C.apply()`: p4c names the hidden instance after the type
                     self.block(func_t.sym.type.decl, f"{prefix}.{func_t.name}")
                 target = getattr(node, "target", None)
-                if target and target[0] == "action":
-                    # actions called directly stay in p4c's program, hence in its P4Info
+                if target and target[0] == "action" and id(node) in apply_calls:
+                    # actions called from the apply block stay in p4c's program (and P4Info);
+                    # those called only from other actions are inlined away
                     self.action(target[1], "" if self.is_global(target[1]) else prefix)
                 if target and target[0] == "extern_function":
                     self.model.touches_type_info = True
