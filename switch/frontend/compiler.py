@@ -13,7 +13,7 @@ from typing import Any
 
 from p4.config.v1 import p4info_pb2
 
-from . import checker, cpbuild, ir, parser, preprocess
+from . import bmv2rules, checker, cpbuild, ir, parser, preprocess
 from .cpmodel import ControlPlaneModel
 from .errors import CompileError
 from .p4info import build_p4info, p4info_to_text
@@ -49,6 +49,7 @@ def compile_file(path: Path | str, options: CompileOptions | None = None) -> Com
     program = parser.parse(text, str(path))
     t2 = time.perf_counter()
     checked = checker.check(program)
+    bmv2rules.check_bmv2(checked)
     t3 = time.perf_counter()
     model = cpbuild.build_model(checked)
     info = build_p4info(model)

@@ -1,0 +1,154 @@
+"""Rules of p4c's BMv2 back end that a v1model program must also obey.
+
+p4c accepts a program for BMv2 only if its back end can map it; these checks reproduce the
+ones users meet (header sizes, the shape of the V1Switch header and metadata types, one lpm
+key, direct counters and meters tied to exactly one table, no unknown extern functions), each
+reported at the line p4c reports.
+"""
+
+from __future__ import annotations
+
+from ..p4include import INCLUDE_DIR
+from . import ast as A
+from . import types as T
+from .checker import CheckedProgram, TableChecker
+from .cpbuild import iter_nodes
+from .errors import CompileError
+
+
+def check_bmv2(checked: CheckedProgram) -> None:
+    program = checked.program
+    user_decls = [d for d in program.decls if not _is_library(d)]
+    for d in user_decls:
+        if isinstance(d, A.StructLike) and d.kind == "header":
+            _header_is_whole_bytes(d, checked)
+    _package_types(checked)
+    for d in user_decls:
+        if isinstance(d, A.ControlDecl):
+            _control_rules(d)
+    _extern_functions(checked, user_decls)
+
+
+def _is_library(d: A.Node) -> bool:
+    return str(INCLUDE_DIR) in d.pos.file or d.pos.file.endswith(("/core.p4", "/v1model.p4"))
+
+
+def _header_is_whole_bytes(d: A.StructLike, checked: CheckedProgram) -> None:
+    st = checked.scope.names[d.name].type
+    total = 0
+    for ft in st.fields.values():
+        w = T.width_of(ft)
+        if w is None:
+            return
+        total += w
+    if total % 8:
+        raise CompileError(
+            d.pos,
+            f"header {d.name}: Found header with fields totaling {total} bits. "
+            "BMv2 target only supports headers with fields totaling a multiple of 8 bits",
+        )
+
+
+def _package_types(checked: CheckedProgram) -> None:
+    """V1Switch's H must be a struct of headers, stacks and unions; M a struct."""
+    main = checked.main
+    if main is None or not main.args or main.args[0].value is None:
+        return
+    parser_t = main.args[0].value.type
+    decl = getattr(parser_t, "decl", None)
+    if not isinstance(decl, A.ParserDecl):
+        return
+    for p in decl.params:
+        if p.direction != "out":
+            continue
+        t = T.strip_newtype(p.type)
+        if not (isinstance(t, T.StructT) and t.kind == "struct"):
+            raise CompileError(p.pos, f"{t}: expected type to be a struct")
+        for ft in t.fields.values():
+            b = T.strip_newtype(ft)
+            ok = isinstance(b, T.StackT) or (
+                isinstance(b, T.StructT) and b.kind in ("header", "header_union")
+            )
+            if not ok:
+                raise CompileError(
+                    p.pos, f"{p.name}: the type should be a struct of headers, stacks, or unions"
+                )
+
+
+def _control_rules(control: A.ControlDecl) -> None:
+    tables = [d for d in control.locals if isinstance(d, A.TableDecl)]
+    for t in tables:
+        lpm = [k for k in TableChecker.prop(t, "key") or [] if k.match_kind == "lpm"]
+        if len(lpm) > 1:
+            raise CompileError(
+                t.pos, f"multiple LPM keys in table {control.name}.{t.name} not supported"
+            )
+    owners: dict[int, A.TableDecl] = {}
+    for d in control.locals:
+        if not (isinstance(d, A.Instance) and isinstance(getattr(d, "inst_type", None), T.ExternT)):
+            continue
+        kind = d.inst_type.name
+        if kind not in ("direct_counter", "direct_meter"):
+            continue
+        prop = "counters" if kind == "direct_counter" else "meters"
+        users = [t for t in tables if _names(TableChecker.prop(t, prop), d)]
+        if kind == "direct_meter" and not users:
+            raise CompileError(
+                d.pos,
+                f"{control.name}.{d.name}: direct meter is not associated with any "
+                "table via 'meters' table property",
+            )
+        if len(users) > 1:
+            raise CompileError(
+                d.pos,
+                f"{control.name}.{d.name}: Direct counters cannot be attached to "
+                f"multiple tables {control.name}.{users[0].name} and {control.name}.{users[1].name}",
+            )
+        if kind == "direct_meter" and users:
+            owners[id(d)] = users[0]
+            _meter_is_read(control, users[0], d)
+
+
+def _names(value: object, decl: A.Instance) -> bool:
+    return (
+        isinstance(value, A.Name)
+        and getattr(value, "sym", None) is not None
+        and value.sym.decl is decl
+    )
+
+
+def _meter_is_read(control: A.ControlDecl, table: A.TableDecl, meter: A.Instance) -> None:
+    actions = {
+        getattr(r.expr.func if isinstance(r.expr, A.Call) else r.expr, "name", "")
+        for r in TableChecker.prop(table, "actions") or []
+    }
+    for d in control.locals:
+        if isinstance(d, A.ActionDecl) and d.name in actions:
+            for n in iter_nodes([d.body]):
+                if (
+                    isinstance(n, A.Call)
+                    and isinstance(n.func, A.Member)
+                    and n.func.name == "read"
+                    and isinstance(n.func.expr, A.Name)
+                    and getattr(n.func.expr, "sym", None) is not None
+                    and n.func.expr.sym.decl is meter
+                ):
+                    return
+    raise CompileError(
+        table.pos,
+        f"{control.name}.{table.name}: table with direct meter "
+        f"{control.name}.{meter.name} must have at least one action with a read method call",
+    )
+
+
+def _extern_functions(checked: CheckedProgram, user_decls: list[A.Node]) -> None:
+    """BMv2 implements only v1model's extern functions; a user-declared one cannot run."""
+    declared = {id(d.proto): d for d in user_decls if isinstance(d, A.ExternFunction)}
+    if not declared:
+        return
+    for d in user_decls:
+        for n in iter_nodes([d]):
+            target = getattr(n, "target", None) if isinstance(n, A.Call) else None
+            if target and target[0] == "extern_function" and id(target[1]) in declared:
+                decl = declared[id(target[1])]
+                raise CompileError(decl.pos, f"{decl.name}: unknown extern function")

@@ -1,0 +1,17 @@
+// BAD (BMv2 back end): one direct counter attached to two tables
+#include <v1model.p4>
+header h_t { bit<8> a; bit<16> b; }
+struct H { h_t h; }
+struct M { bit<8> x; }
+parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) { state start { pk.extract(hdr.h); transition accept; } }
+control V(inout H hdr, inout M m) { apply {} }
+control E(inout H hdr, inout M m, inout standard_metadata_t sm) { apply {} }
+control C(inout H hdr, inout M m) { apply {} }
+control D(packet_out pk, in H hdr) { apply { pk.emit(hdr.h); } }
+control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    direct_counter(CounterType.packets) dc; // expect-error: multiple tables
+    table t1 { key = { hdr.h.a: exact; } actions = { NoAction; } counters = dc; }
+    table t2 { key = { hdr.h.b: exact; } actions = { NoAction; } counters = dc; }
+apply { t1.apply(); t2.apply(); }
+}
+V1Switch(P(), V(), I(), E(), C(), D()) main;
