@@ -83,6 +83,7 @@ def _control_rules(control: A.ControlDecl) -> None:
             raise CompileError(
                 t.pos, f"multiple LPM keys in table {control.name}.{t.name} not supported"
             )
+    _tables_applied_once_per_path(control)
     owners: dict[int, A.TableDecl] = {}
     for d in control.locals:
         if not (isinstance(d, A.Instance) and isinstance(getattr(d, "inst_type", None), T.ExternT)):
@@ -152,3 +153,50 @@ def _extern_functions(checked: CheckedProgram, user_decls: list[A.Node]) -> None
             if target and target[0] == "extern_function" and id(target[1]) in declared:
                 decl = declared[id(target[1])]
                 raise CompileError(decl.pos, f"{decl.name}: unknown extern function")
+
+
+def _tables_applied_once_per_path(control: A.ControlDecl) -> None:
+    """BMv2's pipeline is a graph with one node per table: no path may apply a table twice."""
+
+    def applied_in(e: A.Node | None) -> list[A.TableDecl]:
+        found = []
+        for n in iter_nodes([e] if e is not None else []):
+            if isinstance(n, A.Call) and isinstance(n.func, A.Member) and n.func.name == "apply":
+                t = getattr(n.func.expr, "type", None)
+                if isinstance(t, T.TableT):
+                    found.append(t.decl)
+        return found
+
+    def enter(tables: list[A.TableDecl], before: frozenset[int]) -> frozenset[int]:
+        for t in tables:
+            if id(t) in before:
+                raise CompileError(
+                    t.pos,
+                    "Program can not be implemented on this target since it "
+                    f"contains a path from table {control.name}.{t.name} back to itself",
+                )
+            before = before | {id(t)}
+        return before
+
+    def walk(s: A.Stmt, before: frozenset[int]) -> frozenset[int]:
+        if isinstance(s, A.Block):
+            for x in s.stmts:
+                before = walk(x, before)
+            return before
+        if isinstance(s, A.If):
+            before = enter(applied_in(s.cond), before)
+            then = walk(s.then, before)
+            other = walk(s.other, before) if s.other is not None else before
+            return then | other
+        if isinstance(s, A.Switch):
+            before = enter(applied_in(s.expr), before)
+            out = frozenset(before)
+            for case in s.cases:
+                if case.body is not None:
+                    out |= walk(case.body, before)
+            return out
+        if isinstance(s, (A.Exit, A.Return)):
+            return before
+        return enter(applied_in(s), before)
+
+    walk(control.body, frozenset())

@@ -1,0 +1,15 @@
+// BAD (BMv2 back end): the same table applied twice on one path
+#include <v1model.p4>
+header h_t { bit<8> a; bit<16> b; }
+struct H { h_t h; }
+struct M { bit<8> x; }
+parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) { state start { pk.extract(hdr.h); transition accept; } }
+control V(inout H hdr, inout M m) { apply {} }
+control E(inout H hdr, inout M m, inout standard_metadata_t sm) { apply {} }
+control C(inout H hdr, inout M m) { apply {} }
+control D(packet_out pk, in H hdr) { apply { pk.emit(hdr.h); } }
+control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    table t { key = { hdr.h.a: exact; } actions = { NoAction; } } // expect-error: back to itself
+    apply { t.apply(); if (hdr.h.isValid()) { t.apply(); } }
+}
+V1Switch(P(), V(), I(), E(), C(), D()) main;
