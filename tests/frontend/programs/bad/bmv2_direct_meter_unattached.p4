@@ -1,4 +1,5 @@
 // BAD (BMv2 back end): a direct meter that no table uses
+#include <core.p4>
 #include <v1model.p4>
 header h_t { bit<8> a; bit<16> b; }
 struct H { h_t h; }

@@ -1,4 +1,5 @@
 // BAD (BMv2 back end): a header of 41 bits; BMv2 needs whole bytes
+#include <core.p4>
 #include <v1model.p4>
 header h_t { bit<8> a; bit<16> b; bit<17> c; } // expect-error: multiple of 8
 struct H { h_t h; }

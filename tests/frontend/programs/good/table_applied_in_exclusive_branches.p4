@@ -1,4 +1,5 @@
 // GOOD: one table applied in both branches of an if (two exclusive paths, each applies it once)
+#include <core.p4>
 #include <v1model.p4>
 header h_t { bit<8> a; bit<16> b; }
 struct H { h_t h; }
