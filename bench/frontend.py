@@ -183,11 +183,12 @@ def _parser(units: int) -> list[str]:
     return [*lines, "}", ""]
 
 
-def _verify_checksum() -> list[str]:
+def _checksum_control(control: str, extern: str) -> list[str]:
+    """The IPv4 header checksum, verified or updated (the two controls differ only in names)."""
     return [
-        "control MyVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {",
+        f"control {control}(inout headers_t hdr, inout metadata_t meta) {{",
         "    apply {",
-        "        verify_checksum(hdr.ipv4.isValid(),",
+        f"        {extern}(hdr.ipv4.isValid(),",
         "            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.diffserv, hdr.ipv4.total_len,",
         "              hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.frag_offset,",
         "              hdr.ipv4.ttl, hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr },",
@@ -196,6 +197,10 @@ def _verify_checksum() -> list[str]:
         "}",
         "",
     ]
+
+
+def _verify_checksum() -> list[str]:
+    return _checksum_control("MyVerifyChecksum", "verify_checksum")
 
 
 def _ingress(units: int) -> list[str]:
@@ -310,18 +315,7 @@ def _egress() -> list[str]:
 
 
 def _compute_checksum() -> list[str]:
-    return [
-        "control MyComputeChecksum(inout headers_t hdr, inout metadata_t meta) {",
-        "    apply {",
-        "        update_checksum(hdr.ipv4.isValid(),",
-        "            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.diffserv, hdr.ipv4.total_len,",
-        "              hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.frag_offset,",
-        "              hdr.ipv4.ttl, hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr },",
-        "            hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);",
-        "    }",
-        "}",
-        "",
-    ]
+    return _checksum_control("MyComputeChecksum", "update_checksum")
 
 
 def _deparser(units: int) -> list[str]:

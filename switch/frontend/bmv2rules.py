@@ -84,7 +84,6 @@ def _control_rules(control: A.ControlDecl) -> None:
                 t.pos, f"multiple LPM keys in table {control.name}.{t.name} not supported"
             )
     _tables_applied_once_per_path(control)
-    owners: dict[int, A.TableDecl] = {}
     for d in control.locals:
         if not (isinstance(d, A.Instance) and isinstance(getattr(d, "inst_type", None), T.ExternT)):
             continue
@@ -106,7 +105,6 @@ def _control_rules(control: A.ControlDecl) -> None:
                 f"multiple tables {control.name}.{users[0].name} and {control.name}.{users[1].name}",
             )
         if kind == "direct_meter" and users:
-            owners[id(d)] = users[0]
             _meter_is_read(control, users[0], d)
 
 

@@ -29,18 +29,15 @@ class Context:
     block: Any = None  # the enclosing ParserDecl/ControlDecl
     return_type: T.Type | None = None
     in_loop: bool = False
-    tables_applied: set[str] = field(default_factory=set)
 
 
 @dataclass
 class CheckedProgram:
     program: A.Program
     scope: Scope
-    errors: list[str] = field(default_factory=list)
     main: A.Instance | None = None
     match_kinds: list[str] = field(default_factory=list)
     error_members: list[str] = field(default_factory=list)
-    type_decls: dict[str, Any] = field(default_factory=dict)
 
 
 def fail(pos: SourcePos, message: str) -> CompileError:
@@ -54,7 +51,8 @@ class Checker:
         self.error_members: list[str] = []
         self.match_kinds: list[str] = []
         self.main: A.Instance | None = None
-        self.struct_types: dict[int, T.Type] = {}
+        # specialized generic structs, one StructT per (declaration, type arguments)
+        self.struct_types: dict[tuple[int, str], T.StructT] = {}
 
     # ================================================================= entry
     def check(self) -> CheckedProgram:
@@ -67,7 +65,7 @@ class Checker:
                 "no 'main' package instance; a v1model program needs 'V1Switch(...) main;'",
             )
         return CheckedProgram(
-            self.program, self.globals, [], self.main, self.match_kinds, self.error_members
+            self.program, self.globals, self.main, self.match_kinds, self.error_members
         )
 
     # ================================================================= declarations
@@ -489,9 +487,7 @@ class Checker:
                 raise fail(pos, f"{t.name}: extern has no constructor")
             bindings = dict(t.args)
             proto = self.pick_overload(ctors, args, pos, t.name)
-            self.bind_args(
-                proto.resolved_params, args, scope, ctx, bindings, pos, t.name, constructor=True
-            )
+            self.bind_args(proto.resolved_params, args, scope, ctx, bindings, pos, t.name)
             for tp in t.decl.type_params:
                 bindings.setdefault(tp, T.TypeVar(tp))
             return T.ExternT(t.name, t.decl, bindings)
@@ -504,7 +500,7 @@ class Checker:
                 for p, pt in self.ctor_params(decl)
             ]
             bindings = dict(t.args)
-            self.bind_args(params, args, scope, ctx, bindings, pos, t.name, constructor=True)
+            self.bind_args(params, args, scope, ctx, bindings, pos, t.name)
             return T.BlockT(t.kind, t.name, decl, bindings)
         raise fail(pos, f"{self.describe_typeref(typeref)}: cannot instantiate a value of type {t}")
 
@@ -601,13 +597,12 @@ class Checker:
         raise fail(t.pos, "unsupported type")
 
     def specialize_struct(self, base: T.StructT, binding: dict[str, T.Type]) -> T.StructT:
-        key = (id(base), tuple(id(v) if not isinstance(v, T.Bits) else v for v in binding.values()))
         name = f"{base.name}<{', '.join(map(str, binding.values()))}>"
-        fields = {k: self.subst(v, binding) for k, v in base.fields.items()}
-        st = self.struct_types.get(hash(key))
+        key = (id(base.decl), name)
+        st = self.struct_types.get(key)
         if st is None:
-            st = T.StructT(base.kind, name, fields, base.decl)
-            self.struct_types[hash(key)] = st
+            fields = {k: self.subst(v, binding) for k, v in base.fields.items()}
+            st = self.struct_types[key] = T.StructT(base.kind, name, fields, base.decl)
         return st
 
     def subst(self, t: T.Type, binding: dict[str, T.Type]) -> T.Type:
@@ -1136,8 +1131,6 @@ class Checker:
                     and b is not T.VOID
                 ),
             )
-            if isinstance(t, T.StructT) and t.kind == "header_union":
-                pass
             return T.BOOL
         if op in COMPARE:
             t = self.unify_operands(e, lt, rt, allow=lambda b: isinstance(b, (T.Bits, T.InfInt)))
@@ -1262,11 +1255,9 @@ class Checker:
             return True
         s, d = src, dst
         if isinstance(s, T.NewType) or isinstance(d, T.NewType):
-            return self.castable(T.strip_newtype(s), T.strip_newtype(d)) and (
-                T.strip_newtype(s) == T.strip_newtype(d) or True
-            )
+            return self.castable(T.strip_newtype(s), T.strip_newtype(d))
         if isinstance(s, T.Bits) and isinstance(d, T.Bits):
-            return s.signed == d.signed or s.width == d.width or True
+            return True  # any width and signedness change is an explicit cast in P4
         if isinstance(s, T.InfInt):
             return (
                 isinstance(d, (T.Bits, T.InfInt))
@@ -1497,8 +1488,6 @@ class Checker:
         bindings: dict[str, T.Type],
         pos: SourcePos,
         name: str,
-        constructor: bool = False,
-        leave_directionless: bool = False,
     ) -> None:
         """Match arguments to parameters, inferring type variables; check directions."""
         if any(a.name for a in args):
@@ -1518,7 +1507,7 @@ class Checker:
                 for p, _ in params
                 if p.default is None and not any(x.name == "optional" for x in p.annotations)
             ]
-            if len(args) < len(required) and not leave_directionless:
+            if len(args) < len(required):
                 raise fail(
                     pos,
                     f"{name}: not enough arguments ({len(args)} given, {len(required)} expected)",
@@ -1553,8 +1542,6 @@ class Checker:
                         f"{name}: argument {p.name} is passed to an {p.direction} "
                         f"parameter and must be an l-value: {problem}",
                     )
-            elif p.direction == "" and not constructor and isinstance(a.value, A.Name):
-                pass
 
     def has_typevar(self, t: T.Type) -> bool:
         if isinstance(t, T.TypeVar):
@@ -1750,10 +1737,7 @@ class ConstFolder:
         if e.op == "-":
             return -v
         if e.op == "~":
-            t = e.type
-            if isinstance(t, T.Bits):
-                return ~v
-            return ~v
+            return ~v  # fold() wraps the result to the expression's width
         return None
 
     def f_Binary(self, e: A.Binary) -> Any:

@@ -107,7 +107,7 @@ class ModelBuilder:
         self.seen_types: set[str] = set()
         self.instances: dict[int, str] = {}  # id(extern Instance decl) -> control-plane name
         self.ids_seen: dict[int, Any] = {}
-        self.owners: dict[tuple[str, str], Any] = {}
+        self.table_owners: dict[str, A.TableDecl] = {}
         self.action_decls: dict[str, A.ActionDecl] = {}
 
     def build(self) -> ControlPlaneModel:
@@ -115,13 +115,6 @@ class ModelBuilder:
         assert main is not None
         self.model.pkg_annotations = annotation_texts(main.annotations)
         self.model.errors = list(self.checked.error_members)
-        for d in self.checked.program.decls:
-            if (
-                isinstance(d, A.Instance) and isinstance(d.type_of, T.ExternT)
-                if hasattr(d, "type_of")
-                else False
-            ):
-                pass
         for arg in main.args:
             self.block_arg(arg.value, "")
         for d in self.checked.program.decls:
@@ -286,7 +279,7 @@ class ModelBuilder:
 
     def table(self, d: A.TableDecl, prefix: str) -> None:
         name = qualify(prefix, d)
-        self.claim("table", name, d)
+        self.claim_table_name(name, d)
         table = CPTable(
             name,
             annotations=annotation_texts(d.annotations),
@@ -406,12 +399,10 @@ class ModelBuilder:
     def is_global(self, decl: Any) -> bool:
         return any(d is decl for d in self.checked.program.decls)
 
-    def claim(self, kind: str, name: str, decl: Any) -> None:
-        """Two different declarations may not share a control-plane name (p4c: conflicting name)."""
-        owner = self.owners.setdefault((kind, name), decl)
-        if owner is not decl and not (
-            kind == "action" and owner.name == decl.name and owner.params == decl.params
-        ):
+    def claim_table_name(self, name: str, decl: A.TableDecl) -> None:
+        """Two tables may not share a control-plane name (p4c: conflicting name)."""
+        owner = self.table_owners.setdefault(name, decl)
+        if owner is not decl:
             raise CompileError(
                 decl.pos,
                 f"{name}: conflicting control plane name "

@@ -52,6 +52,8 @@ class Parser:
         # scope stack: name -> True when the name is a type in that scope
         self.scopes: list[dict[str, bool]] = [{}]
         self.depth = 0
+        # `typedef struct S {...} T;` declares S too; it is emitted just before the typedef
+        self.pending_decls: list[A.Decl] = []
 
     # ------------------------------------------------------------------ token helpers
     @property
@@ -120,7 +122,10 @@ class Parser:
         while self.tok.kind != "eof":
             if self.accept(";"):
                 continue
-            decls.append(self.declaration())
+            d = self.declaration()
+            decls.extend(self.pending_decls)
+            self.pending_decls.clear()
+            decls.append(d)
         return A.Program(start, decls)
 
     def annotations(self) -> list[A.Annotation]:
@@ -136,7 +141,7 @@ class Parser:
                 raise self.error("an annotation name")
             self.i += 1
             ann = A.Annotation(at.pos, name_tok.text)
-            if self.at("(") and self.tok.pos.line == name_tok.pos.line or self.at("("):
+            if self.at("("):
                 ann.body, body_toks = self.balanced("(", ")")
                 self.parse_annotation_body(ann, body_toks)
             elif self.at("["):
@@ -239,7 +244,7 @@ class Parser:
         typeref = self.typeref()
         name, _ = self.name()
         self.expect("=")
-        value = self.initializer()
+        value = self.expression()
         self.expect(";")
         self.declare(name, False)
         return A.ConstDecl(pos, name, typeref, value)
@@ -257,8 +262,6 @@ class Parser:
         self.expect(";")
         self.declare(name, True)
         return A.Typedef(pos, name, typeref, newtype)
-
-    pending_decls: list[A.Decl] = []
 
     def type_params(self) -> list[str]:
         params: list[str] = []
@@ -510,7 +513,7 @@ class Parser:
         if self.at("("):
             return self.instance_rest(pos, typeref)
         name, _ = self.name("a variable name")
-        init = self.initializer() if self.accept("=") else None
+        init = self.expression() if self.accept("=") else None
         self.expect(";")
         self.declare(name, False)
         return A.VarDecl(pos, name, typeref, init)
@@ -519,7 +522,7 @@ class Parser:
         pos = self.expect("value_set").pos
         self.expect("<")
         elem = self.typeref()
-        self.close_angle()
+        self.expect(">")
         self.expect("(")
         size = self.expression()
         self.expect(")")
@@ -659,7 +662,7 @@ class Parser:
                 value = self.entries(is_const)
             else:
                 self.expect("=")
-                value = self.initializer()
+                value = self.expression()
                 self.expect(";")
             props.append(A.TableProperty(ppos, pname, value, is_const, annos))
         return A.TableDecl(pos, name, props)
@@ -706,7 +709,7 @@ class Parser:
             annos += self.annotations()
             self.expect(";")
             entries.append(A.Entry(pos, keyset, action, priority, entry_const or is_const, annos))
-        self.expect(";") if self.at(";") else None
+        self.accept(";")
         return entries
 
     def function_or_instance(self) -> A.Decl:
@@ -745,9 +748,6 @@ class Parser:
             return self.scopes[0].get(self.peek().text, False)
         return False
 
-    def close_angle(self) -> None:
-        self.expect(">")
-
     def typeref(self, allow_void: bool = False) -> A.TypeRef:
         t = self.tok
         pos = t.pos
@@ -758,7 +758,7 @@ class Parser:
                 if self.at("<"):
                     self.i += 1
                     width = self.width_expr()
-                    self.close_angle()
+                    self.expect(">")
                     base = A.BitsType(pos, width, t.text == "int")
                 elif t.text == "bit":
                     base = A.BitsType(pos, None, False)
@@ -767,7 +767,7 @@ class Parser:
             elif t.text == "varbit":
                 self.expect("<")
                 width = self.width_expr()
-                self.close_angle()
+                self.expect(">")
                 base = A.VarbitType(pos, width)
             elif t.text in ("bool", "string", "error", "match_kind"):
                 base = A.BaseType(pos, t.text)
@@ -829,7 +829,7 @@ class Parser:
                 args.append(self.typeref())
             if not self.accept(","):
                 break
-        self.close_angle()
+        self.expect(">")
         return args
 
     # ------------------------------------------------------------------ statements
@@ -907,7 +907,7 @@ class Parser:
                 inst.annotations = annos
                 return inst
             name, _ = self.name("a variable name")
-            init = self.initializer() if self.accept("=") else None
+            init = self.expression() if self.accept("=") else None
             self.expect(";")
             self.declare(name, False)
             return A.VarDecl(pos, name, typeref, init, annotations=annos)
@@ -916,7 +916,7 @@ class Parser:
     def simple_statement(self, pos: SourcePos) -> A.Stmt:
         lhs = self.postfix_expression()
         if self.accept("="):
-            rhs = self.initializer()
+            rhs = self.expression()
             self.expect(";")
             return A.Assign(pos, lhs, rhs)
         op = self.compound_operator()
@@ -1032,9 +1032,6 @@ class Parser:
         return stmts
 
     # ------------------------------------------------------------------ expressions
-    def initializer(self) -> A.Expr:
-        return self.expression()
-
     def expression(self, min_prec: int = 1) -> A.Expr:
         self.enter()
         left = self.prefix_expression()
@@ -1252,9 +1249,4 @@ def _unescape(s: str) -> str:
 def parse(text: str, filename: str) -> A.Program:
     """Parse preprocessed text (with ``#line`` markers) into a Program."""
     tokens = tokenize(text, filename)
-    p = Parser(tokens)
-    p.pending_decls = []
-    prog = p.parse_program()
-    if p.pending_decls:
-        prog.decls = p.pending_decls + prog.decls
-    return prog
+    return Parser(tokens).parse_program()

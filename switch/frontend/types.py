@@ -12,8 +12,7 @@ from typing import Any
 
 
 class Type:
-    def describe(self) -> str:
-        return str(self)
+    """Base of all semantic types; ``str()`` gives the P4 spelling used in messages."""
 
 
 @dataclass(frozen=True)
