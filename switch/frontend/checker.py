@@ -107,6 +107,7 @@ class Checker:
         if d.init is not None:
             vt = self.expr(d.init, scope, ctx, expected=t)
             self.require_assignable(t, vt, d.init, "initializer")
+        d.resolved_type = t  # for the interpreter, which allocates storage by type
         self.define(scope, Sym("var", d.name, d.pos, t, d, direction="inout"))
 
     def decl_Typedef(self, d: A.Typedef, scope: Scope, ctx: Context) -> None:
@@ -681,6 +682,7 @@ class Checker:
                 vt = self.resolve_type(s.var_type, scope)
                 self.require_assignable(vt, et, s.collection, "loop variable")
                 et = vt
+            s.resolved_type = et
             self.define(inner, Sym("var", s.var, s.pos, et, s, direction="inout"))
             self.loop_body(s.body, inner, ctx)
         elif isinstance(s, A.Empty):

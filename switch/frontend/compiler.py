@@ -34,6 +34,8 @@ class CompiledProgram:
     p4info: p4info_pb2.P4Info
     model: ControlPlaneModel
     timings: dict[str, float] = field(default_factory=dict)
+    # the checked syntax tree, for in-process consumers such as the interpreter
+    checked: checker.CheckedProgram | None = field(default=None, repr=False)
 
 
 def compile_file(path: Path | str, options: CompileOptions | None = None) -> CompiledProgram:
@@ -58,4 +60,4 @@ def compile_file(path: Path | str, options: CompileOptions | None = None) -> Com
     result_ir = ir.build_ir(program, path.stem, info_text, checked.main)
     t5 = time.perf_counter()
     timings.update(preprocess=t1 - t0, parse=t2 - t1, check=t3 - t2, p4info=t4 - t3, ir=t5 - t4)
-    return CompiledProgram(path.stem, result_ir, info, model, timings)
+    return CompiledProgram(path.stem, result_ir, info, model, timings, checked)

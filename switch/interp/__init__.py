@@ -1,0 +1,1 @@
+"""The v1model interpreter: a compiled program run packet by packet with BMv2 simple_switch semantics."""

@@ -1,0 +1,131 @@
+"""The packet replication engine: multicast groups and clone (mirroring) sessions.
+
+Mirrors simple_switch's PRE as its CLI exposes it: nodes are (rid, ports) pairs with handles
+0, 1, 2, ... in creation order, groups are lists of nodes, clone sessions send to a port or a
+multicast group, optionally truncating the copy. The P4Runtime server maps its
+MulticastGroupEntry/CloneSessionEntry onto the same calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class PreError(Exception):
+    """A request the replication engine refuses; the message names the problem."""
+
+
+@dataclass
+class McNode:
+    rid: int
+    ports: list[int]
+    group: int | None = None
+
+
+@dataclass
+class CloneSession:
+    port: int | None = None
+    group: int | None = None
+    truncate: int = 0  # 0: whole packet
+    copies: list[tuple[int, int]] = field(default_factory=list)  # P4Runtime replicas
+
+
+class PacketReplicationEngine:
+    def __init__(self) -> None:
+        self.nodes: dict[int, McNode] = {}
+        self.groups: dict[int, list[int]] = {}  # group id -> node handles
+        self.sessions: dict[int, CloneSession] = {}
+        self._next_handle = 0
+
+    # ------------------------------------------------------------------ multicast (CLI style)
+    def mgrp_create(self, group: int) -> None:
+        if group in self.groups:
+            raise PreError(f"multicast group {group} already exists")
+        if not 0 < group < 65536:
+            raise PreError(f"multicast group id {group} must be in 1..65535")
+        self.groups[group] = []
+
+    def mgrp_destroy(self, group: int) -> None:
+        if group not in self.groups:
+            raise PreError(f"no multicast group {group}")
+        for h in self.groups.pop(group):
+            self.nodes[h].group = None
+
+    def node_create(self, rid: int, ports: list[int]) -> int:
+        handle = self._next_handle
+        self._next_handle += 1
+        self.nodes[handle] = McNode(rid, list(ports))
+        return handle
+
+    def node_update(self, handle: int, ports: list[int]) -> None:
+        self.node(handle).ports = list(ports)
+
+    def node_destroy(self, handle: int) -> None:
+        node = self.node(handle)
+        if node.group is not None:
+            self.groups[node.group].remove(handle)
+        del self.nodes[handle]
+
+    def node_associate(self, group: int, handle: int) -> None:
+        node = self.node(handle)
+        if group not in self.groups:
+            raise PreError(f"no multicast group {group}")
+        if node.group is not None:
+            raise PreError(f"node {handle} is already associated with group {node.group}")
+        node.group = group
+        self.groups[group].append(handle)
+
+    def node_dissociate(self, group: int, handle: int) -> None:
+        node = self.node(handle)
+        if node.group != group:
+            raise PreError(f"node {handle} is not associated with group {group}")
+        node.group = None
+        self.groups[group].remove(handle)
+
+    def node(self, handle: int) -> McNode:
+        try:
+            return self.nodes[handle]
+        except KeyError:
+            raise PreError(f"no multicast node with handle {handle}") from None
+
+    # ------------------------------------------------------------------ multicast (P4Runtime style)
+    def set_group(self, group: int, replicas: list[tuple[int, int]]) -> None:
+        """Replace a group's members by (port, rid) replicas (creates the group if needed)."""
+        if group in self.groups:
+            self.mgrp_destroy(group)
+        self.mgrp_create(group)
+        by_rid: dict[int, list[int]] = {}
+        for port, rid in replicas:
+            by_rid.setdefault(rid, []).append(port)
+        for rid, ports in by_rid.items():
+            self.node_associate(group, self.node_create(rid, ports))
+
+    def replicas(self, group: int) -> list[tuple[int, int]]:
+        """(port, rid) copies of a group, in node order then port order; empty if unknown."""
+        out = []
+        for h in self.groups.get(group, ()):
+            node = self.nodes[h]
+            out += [(p, node.rid) for p in node.ports]
+        return out
+
+    # ------------------------------------------------------------------ clone sessions
+    def mirroring_add(self, session: int, port: int, truncate: int = 0) -> None:
+        self.sessions[session] = CloneSession(port=port, truncate=truncate)
+
+    def mirroring_add_mc(self, session: int, group: int, truncate: int = 0) -> None:
+        self.sessions[session] = CloneSession(group=group, truncate=truncate)
+
+    def mirroring_delete(self, session: int) -> None:
+        if session not in self.sessions:
+            raise PreError(f"no clone session {session}")
+        del self.sessions[session]
+
+    def clone_targets(self, session: int) -> list[tuple[int, int]] | None:
+        """(port, rid) copies of a clone session; None when the session is not configured."""
+        s = self.sessions.get(session)
+        if s is None:
+            return None
+        if s.port is not None:
+            return [(s.port, 0)]
+        assert s.group is not None
+        return self.replicas(s.group)

@@ -1,0 +1,263 @@
+"""The packet path of BMv2 simple_switch around a compiled pipeline.
+
+``V1Switch.process`` takes one packet arriving on a port and runs it, and everything it
+spawns (clones, multicast copies, resubmits, recirculations), to completion. It returns the
+packets sent, in the order they left. REFERENCE.md section 3 lists the rules followed here:
+metadata zeroed on arrival, the end-of-ingress order (I2E clone, digest, resubmit, multicast,
+drop, unicast) and the end-of-egress order (E2E clone, drop, deparse, recirculate, send).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .builder import Pipeline
+from .pre import PacketReplicationEngine
+from .runtime import ExitPipeline, PacketContext, ParserError, PreserveRequest
+
+log = logging.getLogger("p4reduce.switch")
+
+NORMAL, INGRESS_CLONE, EGRESS_CLONE, COALESCED, RECIRC, REPLICATION, RESUBMIT = range(7)
+DROP_PORT = 511
+MAX_PASSES = 1000  # resubmit/recirculate loops are cut here (BMv2 would loop for ever)
+
+
+@dataclass
+class _Egress:
+    port: int
+    S: list[Any]
+    P: PacketContext
+    truncate: int = 0
+
+
+class V1Switch:
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        clock: Callable[[], int] | None = None,
+        trace: bool = False,
+    ) -> None:
+        self.pipeline = pipeline
+        self.pre = PacketReplicationEngine()
+        start = time.monotonic()
+        self.clock = clock or (lambda: int((time.monotonic() - start) * 1e6))
+        self.trace = trace
+        self.digests: list[tuple[str, tuple[Any, ...]]] = []
+        self.last_trace: list[str] = []
+        st = pipeline.stages
+        self._parser, self._verify = st["parser"], st["verify"]
+        self._ingress, self._egress = st["ingress"], st["egress"]
+        self._compute, self._deparser = st["compute"], st["deparser"]
+        self._init = pipeline.storage.init
+        std = pipeline.std
+        self._ingress_port = std["ingress_port"]
+        self._egress_spec = std["egress_spec"]
+        self._egress_port = std["egress_port"]
+        self._instance_type = std["instance_type"]
+        self._packet_length = std["packet_length"]
+        self._mcast_grp = std["mcast_grp"]
+        self._egress_rid = std["egress_rid"]
+        self._parser_error = std["parser_error"]
+        self._ingress_ts = std.get("ingress_global_timestamp")
+        self._egress_ts = std.get("egress_global_timestamp")
+        self._enq_ts = std.get("enq_timestamp")
+        self._meta = pipeline.metadata_slots
+
+    # ------------------------------------------------------------------ the packet path
+    def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
+        """Run one packet arriving on ``port``; return the (port, bytes) it produced."""
+        out: list[tuple[int, bytes]] = []
+        self.last_trace = []
+        ingress: deque[tuple[int, bytes, int, dict[int, Any] | None]] = deque()
+        egress: deque[_Egress] = deque()
+        ingress.append((port, bytes(data), NORMAL, None))
+        passes = 0
+        while ingress or egress:
+            passes += 1
+            if passes > MAX_PASSES:
+                log.warning(
+                    "packet from port %d looped more than %d times; dropped", port, MAX_PASSES
+                )
+                break
+            if ingress:
+                self.run_ingress(*ingress.popleft(), ingress, egress)
+            else:
+                self.run_egress(egress.popleft(), ingress, egress, out)
+        return out
+
+    def fresh(self, preserved: dict[int, Any] | None) -> list[Any]:
+        S = list(self._init)
+        if preserved:
+            for slot, v in preserved.items():
+                S[slot] = v
+        return S
+
+    def parse(self, S: list[Any], P: PacketContext) -> None:
+        try:
+            self._parser(S, P)
+        except ParserError as e:
+            if e.code >= 0:
+                S[self._parser_error] = e.code
+        self._verify(S, P)
+
+    def context(self, data: bytes) -> PacketContext:
+        P = PacketContext(data, self.clock())
+        if self.trace:
+            P.trace = self.last_trace
+        return P
+
+    def run_ingress(
+        self,
+        port: int,
+        data: bytes,
+        instance_type: int,
+        preserved: dict[int, Any] | None,
+        ingress: deque[Any],
+        egress: deque[_Egress],
+    ) -> None:
+        S = self.fresh(preserved)
+        P = self.context(data)
+        S[self._ingress_port] = (
+            port if instance_type in (NORMAL, RESUBMIT, RECIRC) else S[self._ingress_port]
+        )
+        S[self._packet_length] = len(data)
+        S[self._instance_type] = instance_type
+        if self._ingress_ts is not None:
+            S[self._ingress_ts] = P.now_us
+        self.parse(S, P)
+        try:
+            self._ingress(S, P)
+        except ExitPipeline:
+            pass
+        if P.trace is not None:
+            P.trace.append(
+                f"ingress done: egress_spec={S[self._egress_spec]} mcast_grp={S[self._mcast_grp]}"
+            )
+        # 1. ingress-to-egress clone: the original packet, parsed again
+        clone = P.clone
+        if clone is not None and clone.kind == 0:
+            targets = self.pre.clone_targets(clone.session)
+            if targets is not None:
+                kept = self.preserved(S, clone.field_list, clone.explicit_slots)
+                session = self.pre.sessions[clone.session]
+                for eport, rid in targets:
+                    S2 = self.fresh(kept)
+                    S2[self._instance_type] = INGRESS_CLONE
+                    S2[self._packet_length] = len(data)
+                    P2 = self.context(data)
+                    self.parse(S2, P2)
+                    for slot, v in kept.items():  # BMv2 copies the field list after parsing
+                        S2[slot] = v
+                    S2[self._instance_type] = INGRESS_CLONE
+                    S2[self._egress_rid] = rid
+                    egress.append(_Egress(eport, S2, P2, session.truncate))
+        # 2. digests
+        for d in P.digests:
+            self.digests.append(d)
+        # 3. resubmit: the original packet goes through ingress again
+        if P.resubmit is not None:
+            kept = self.preserved(S, P.resubmit.field_list, P.resubmit.explicit_slots)
+            ingress.append((S[self._ingress_port], data, RESUBMIT, kept))
+            return
+        # 4. multicast
+        grp = S[self._mcast_grp]
+        if grp:
+            for eport, rid in self.pre.replicas(grp):
+                S2 = list(S)
+                S2[self._egress_rid] = rid
+                S2[self._instance_type] = REPLICATION
+                egress.append(_Egress(eport, S2, self.copy_context(P)))
+            return
+        # 5. drop, 6. unicast
+        spec = S[self._egress_spec]
+        if spec == DROP_PORT:
+            if P.trace is not None:
+                P.trace.append("dropped at the end of ingress")
+            return
+        egress.append(_Egress(spec, S, P))
+
+    def copy_context(self, P: PacketContext) -> PacketContext:
+        P2 = PacketContext(P.data, P.now_us)
+        P2.pos = P.pos
+        P2.trace = P.trace
+        return P2
+
+    def preserved(
+        self, S: list[Any], field_list: int | None, explicit: tuple[int, ...]
+    ) -> dict[int, Any]:
+        slots: list[int] = list(explicit)
+        if field_list is not None:
+            slots += self.pipeline.field_lists.get(field_list, [])
+        return {slot: S[slot] for slot in slots}
+
+    def run_egress(
+        self,
+        job: _Egress,
+        ingress: deque[Any],
+        egress: deque[_Egress],
+        out: list[tuple[int, bytes]],
+    ) -> None:
+        S, P = job.S, job.P
+        P.clone = None
+        P.resubmit = None
+        P.recirculate = None
+        P.truncate = None
+        P.digests = []
+        S[self._egress_port] = job.port
+        S[self._egress_spec] = 0
+        now = self.clock()
+        if self._egress_ts is not None:
+            S[self._egress_ts] = now
+        if self._enq_ts is not None:
+            S[self._enq_ts] = now & 0xFFFFFFFF
+        try:
+            self._egress(S, P)
+        except ExitPipeline:
+            pass
+        # 1. egress-to-egress clone: the end-of-egress state, metadata reset
+        clone = P.clone
+        if clone is not None and clone.kind == 1:
+            targets = self.pre.clone_targets(clone.session)
+            if targets is not None:
+                kept = self.preserved(S, clone.field_list, clone.explicit_slots)
+                session = self.pre.sessions[clone.session]
+                for eport, rid in targets:
+                    S2 = list(S)
+                    for slot in self._meta:
+                        S2[slot] = self._init[slot]
+                    for slot, v in kept.items():
+                        S2[slot] = v
+                    S2[self._instance_type] = EGRESS_CLONE
+                    S2[self._packet_length] = S[self._packet_length]
+                    S2[self._egress_rid] = rid
+                    egress.append(_Egress(eport, S2, self.copy_context(P), session.truncate))
+        # 2. drop
+        if S[self._egress_spec] == DROP_PORT:
+            if P.trace is not None:
+                P.trace.append("dropped at the end of egress")
+            return
+        # 3. deparse (the compute-checksum control runs inside the deparser)
+        P.out = []
+        self._compute(S, P)
+        self._deparser(S, P)
+        packet = b"".join(P.out) + P.data[P.pos :]
+        # 4. recirculate
+        if P.recirculate is not None:
+            kept = self.preserved(S, P.recirculate.field_list, P.recirculate.explicit_slots)
+            kept[self._ingress_port] = S[self._ingress_port]
+            ingress.append((S[self._ingress_port], packet, RECIRC, kept))
+            return
+        limit = P.truncate if P.truncate is not None else 0
+        if job.truncate:
+            limit = min(limit, job.truncate) if limit else job.truncate
+        if limit:
+            packet = packet[:limit]
+        out.append((job.port, packet))
+
+
+__all__ = ["V1Switch", "PreserveRequest"]

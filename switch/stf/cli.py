@@ -1,0 +1,134 @@
+"""``p4reduce-stf``: run a BMv2 STF test against the embedded v1model interpreter.
+
+Exit status: 0 when every expected packet arrived, 1 when the test fails (mismatched or
+missing packets, or a runtime fault of the program such as a failed assert), 2 when the
+input is bad (a malformed STF line is reported as ``FILE:LINE: error: message``, a program
+that does not compile as ``FILE(LINE): error: message``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..frontend.cli import run_compile
+from ..frontend.compiler import CompileOptions
+from ..frontend.errors import CompileError
+from ..interp.builder import build_pipeline
+from ..interp.exprs import CodegenError
+from .parser import StfError, parse_stf_file
+from .runner import StfRunError, StfRunner
+
+PROG = "p4reduce-stf"
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line and exit 2, like every other bad input
+        print(f"{PROG}: error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _ArgumentParser(
+        prog=PROG,
+        description="Run a BMv2 STF test (p4c's dialect) on p4reduce's embedded v1model switch.",
+        epilog="Exit status: 0 pass, 1 fail (or a runtime fault of the program), 2 bad input.",
+    )
+    p.add_argument("program", metavar="PROG.p4", help="the P4_16 v1model program")
+    p.add_argument("stf", metavar="TEST.stf", help="the STF test to run")
+    p.add_argument(
+        "-I",
+        dest="include_dirs",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="add DIR to the include path (the program's folder is always searched)",
+    )
+    p.add_argument(
+        "-D",
+        dest="defines",
+        action="append",
+        default=[],
+        metavar="NAME[=VALUE]",
+        help="define a preprocessor macro",
+    )
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="print, per packet, the tables hit and actions run",
+    )
+    p.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    program, stf = Path(args.program), Path(args.stf)
+    for path in (program, stf):
+        if not path.is_file():
+            print(f"{PROG}: error: {path}: no such file", file=sys.stderr)
+            return 2
+    defines: dict[str, str | None] = {}
+    for d in args.defines:
+        name, _, value = d.partition("=")
+        defines[name] = value or None
+    options = CompileOptions(
+        include_dirs=[Path(d) for d in args.include_dirs] + [program.parent], defines=defines
+    )
+    try:
+        commands = parse_stf_file(stf)
+    except StfError as e:
+        print(e, file=sys.stderr)
+        return 2
+    except (OSError, UnicodeDecodeError) as e:
+        print(f"{PROG}: error: {stf}: {e}", file=sys.stderr)
+        return 2
+    try:
+        compiled = run_compile(program, options)
+        assert compiled.checked is not None
+        pipeline = build_pipeline(compiled.checked, compiled.name)
+    except CompileError as e:
+        print(e.format(), file=sys.stderr)
+        return 2
+    except CodegenError as e:
+        print(str(e), file=sys.stderr)
+        return 2
+    runner = StfRunner(pipeline, str(stf), trace=args.verbose)
+    try:
+        outcome = runner.run(commands)
+    except StfRunError as e:
+        print(e, file=sys.stderr)
+        return 2
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "program": str(program),
+                    "stf": str(stf),
+                    "passed": outcome.passed,
+                    "fault": outcome.fault,
+                    "packets_in": outcome.packets_in,
+                    "packets_out": outcome.packets_out,
+                    "report": outcome.report,
+                },
+                indent=2,
+            )
+        )
+        return 0 if outcome.passed else 1
+    if args.verbose:
+        for note in runner.notes:
+            print(note)
+    if outcome.fault:
+        print(outcome.fault, file=sys.stderr)
+    for item in outcome.report:
+        print(item, file=sys.stderr)
+    verdict = "PASS" if outcome.passed else "FAIL"
+    print(f"{verdict}: {stf.name} ({outcome.packets_in} packets in, {outcome.packets_out} out)")
+    return 0 if outcome.passed else 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
