@@ -22,6 +22,7 @@ from ..frontend import types as T
 from ..frontend.checker import Checker, TypeValue
 from .layout import HeaderL, Layout, PyLocal, Scalar, StackL, StructL, TupleL, UnionL, leaf_types
 
+CONSTANT = re.compile(r"^(?:-?\d+|True|False|_[a-z]+\d+)$")  # literals and temporaries
 SIMPLE = re.compile(r"^(?:[A-Za-z_][A-Za-z_0-9]*|S\[\d+\]|-?\d+|True|False)$")
 
 
@@ -111,6 +112,31 @@ class ExprGen:
         self.em.line(f"{tmp} = {code}")
         return tmp
 
+    def in_order(self, thunks: list[Any]) -> list[list[str]]:
+        """Compile several expressions left to right, keeping P4's evaluation order.
+
+        When a later one needs statements (a call with side effects), the values of the
+        earlier ones are captured in temporaries first, so the call cannot change them.
+        """
+        results: list[list[str]] = []
+        for thunk in thunks:
+            saved = self.em.lines
+            self.em.lines = []
+            try:
+                r = thunk()
+            finally:
+                new, self.em.lines = self.em.lines, saved
+            if new:
+                for res in results:
+                    for i, code in enumerate(res):
+                        if not CONSTANT.match(code):
+                            tmp = self.em.temp("o")
+                            self.em.line(f"{tmp} = {code}")
+                            res[i] = tmp
+                self.em.lines.extend(new)
+            results.append(list(r) if isinstance(r, list) else [r])
+        return results
+
     def folded(self, e: A.Expr) -> Any:
         if isinstance(e, (A.IntLit, A.BoolLit)):
             return e.value
@@ -130,7 +156,7 @@ class ExprGen:
     def slot_target(self, ref: Ref, slot: int) -> str:
         if ref.stack is None:
             return f"S[{slot}]"
-        elems = ref.stack.elems
+        elems = [*ref.stack.elems, ref.stack.scratch]
         pos = elems[0].slots().index(slot)
         table = tuple(e.slots()[pos] for e in elems)
         return f"S[{self.const_name(table, 'ix')}[{ref.index}]]"
@@ -162,12 +188,12 @@ class ExprGen:
                 k = self.folded(e.index)
                 if isinstance(k, int) and not isinstance(k, bool):
                     return Ref(lay.elems[k], base.stack, base.index)
-                idx = self.simple(self.val(e.index), "i")
-                where = self.const_name(str(e.pos), "pos")
-                self.em.line(
-                    f"if not 0 <= {idx} < {len(lay.elems)}: "
-                    f"raise P4RuntimeFault({where}, 'header stack index %d out of bounds' % {idx})"
-                )
+                raw = self.simple(self.val(e.index), "i")
+                n = len(lay.elems)
+                idx = self.em.temp("i")
+                self.em.line(f"{idx} = {raw} if {raw} < {n} else {n}")
+                if lay.scratch is None:
+                    lay.scratch = self.storage.alloc(lay.type.elem, "$stack_scratch", True)
                 return Ref(lay.elems[0], lay, idx)
             if isinstance(lay, TupleL):
                 return Ref(lay.elems[self.folded(e.index)], base.stack, base.index)
@@ -185,6 +211,8 @@ class ExprGen:
         else:
             self.em.line(f"{idx} = S[{lay.next_index}] - 1")
             self.em.line(f"if {idx} < 0: raise ParserError({self.error_code('StackOutOfBounds')})")
+        if lay.scratch is None:
+            lay.scratch = self.storage.alloc(lay.type.elem, "$stack_scratch", True)
         return Ref(lay.elems[0], lay, idx)
 
     def is_ref(self, e: A.Expr) -> bool:
@@ -210,22 +238,22 @@ class ExprGen:
                     by_name = dict(e.fields)
                     items = [by_name[f] for f in b.fields]
                 out = ["True"] if b.kind == "header" else []
-                for item, ft in zip(items, b.fields.values(), strict=True):
-                    out += self.value_as(item, ft)
-                return out
+                types = list(b.fields.values())
+            elif isinstance(b, T.StackT):
+                out, types = [], [b.elem] * len(items)
+            elif isinstance(b, T.TupleT):
+                out, types = [], list(b.elems)
+            else:
+                out, types = [], [item.type for item in items]
+            parts = self.in_order(
+                [
+                    lambda item=item, t=t: self.value_as(item, t)
+                    for item, t in zip(items, types, strict=True)
+                ]
+            )
+            out += [c for part in parts for c in part]
             if isinstance(b, T.StackT):
-                out = []
-                for item in items:
-                    out += self.value_as(item, b.elem)
-                return out + [str(len(items))]
-            if isinstance(b, T.TupleT):
-                out = []
-                for item, et in zip(items, b.elems, strict=True):
-                    out += self.value_as(item, et)
-                return out
-            out = []
-            for item in items:
-                out += self.value_as(item, item.type)
+                out.append(str(len(items)))
             return out
         if self.is_ref(e):
             return self.targets(self.ref(e))
@@ -468,11 +496,10 @@ class ExprGen:
             return f"({a} {'and' if op == '&&' else 'or'} {b})"
         lt = self.ty(e.left.type)
         if op in ("==", "!=") and _is_agg(lt):
-            a, b = self.agg(e.left), self.agg(e.right, lt)
+            a, b = self.in_order([lambda: self.agg(e.left), lambda: self.agg(e.right, lt)])
             eq = self.agg_eq(a, b, lt)
             return eq if op == "==" else f"(not {eq})"
-        a = self.val(e.left)
-        b = self.val(e.right)
+        (a,), (b,) = self.in_order([lambda: self.val(e.left), lambda: self.val(e.right)])
         if op in ("==", "!=", "<", ">", "<=", ">="):
             return f"({a} {op} {b})"
         t = self.ty(e.type)

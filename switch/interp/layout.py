@@ -76,6 +76,9 @@ class StackL(Layout):
     type: T.StackT
     elems: list[Layout]  # HeaderL or UnionL
     next_index: int  # slot of the stack's nextIndex
+    # where out-of-range run-time indexes go (p4c rewrites hs[i] into a chain of ifs whose
+    # fallback is a temporary: reads see an invalid header, writes are lost)
+    scratch: Layout | None = None
 
     def slots(self) -> list[int]:
         return [s for e in self.elems for s in e.slots()] + [self.next_index]

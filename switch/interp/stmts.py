@@ -191,15 +191,26 @@ class StmtGen:
     # ------------------------------------------------------------------ assignment
     def assign(self, lhs: A.Expr, rhs: A.Expr) -> None:
         if isinstance(lhs, A.Slice):
-            ref = self.ref(lhs.expr)
-            target = self.leaf(ref, ref.layout)
-            v = self.val(rhs)
-            lo, w = lhs.lo_value, lhs.hi_value - lhs.lo_value + 1
-            m = mask(w) << lo
-            code = f"({target} & ~{m}) | (({v} & {mask(w)}) << {lo})"
-            self.em.line(f"{target} = {wrap_code(code, self.ty(lhs.expr.type))}")
+            target, lo, w, t = self.slice_target(lhs)
+            self.slice_store(target, lo, w, t, self.val(rhs))
             return
         self.store(self.ref(lhs), self.ty(lhs.type), rhs)
+
+    def slice_target(self, lhs: A.Slice) -> tuple[str, int, int, T.Type]:
+        """Where a slice l-value writes: (target, low bit, width, type of the whole value)."""
+        w = lhs.hi_value - lhs.lo_value + 1
+        lo = 0
+        base: A.Expr = lhs
+        while isinstance(base, A.Slice):  # n[7:4][3:0] = x: offsets add up
+            lo += base.lo_value
+            base = base.expr
+        ref = self.ref(base)
+        return self.leaf(ref, ref.layout), lo, w, self.ty(base.type)
+
+    def slice_store(self, target: str, lo: int, w: int, t: T.Type, v: str) -> None:
+        m = mask(w) << lo
+        code = f"({target} & ~{m}) | (({v} & {mask(w)}) << {lo})"
+        self.em.line(f"{target} = {wrap_code(code, t)}")
 
     def store(self, ref: Ref, t: T.Type, rhs: A.Expr) -> None:
         if _is_agg(t):
@@ -318,22 +329,28 @@ class StmtGen:
         pyargs: list[str] = []
         copy_in: list[tuple[list[str], list[str]]] = []
         copy_out: list[tuple[list[str], list[str]]] = []
-        for (p, lay), arg in zip(
-            info.params, self.bind_call_args(e, [p for p, _ in info.params]), strict=True
-        ):
-            pt = self.ty(p.type)
+        bound = list(
+            zip(info.params, self.bind_call_args(e, [p for p, _ in info.params]), strict=True)
+        )
+        values = self.in_order(
+            [lambda p=p, lay=lay, arg=arg: self.arg_value(p, lay, arg) for (p, lay), arg in bound]
+        )
+        for ((p, lay), arg), vals in zip(bound, values, strict=True):
             value = arg.value if arg is not None else p.default
             if isinstance(lay, PyLocal):
-                pyargs.append(self.val(value) if value is not None else "0")
+                pyargs.append(vals[0])
                 continue
             mine = self.targets(Ref(lay))
             if p.direction == "out":
                 for h in headers_in(lay):
                     copy_in.append(([f"S[{h.valid}]"], ["False"]))
             elif value is not None:
-                copy_in.append((mine, self.value_as(value, pt)))
+                copy_in.append((mine, vals))
             if p.direction in ("out", "inout") and value is not None:
-                copy_out.append((self.targets(self.ref(value)), mine))
+                if isinstance(value, A.Slice):
+                    copy_out.append((self.slice_target(value), mine))
+                else:
+                    copy_out.append((self.targets(self.ref(value)), mine))
         for dst, vals in copy_in:
             self.em.line(f"{', '.join(dst)} = {', '.join(vals)}")
         call = f"{info.fn}(S, P{''.join(', ' + a for a in pyargs)})"
@@ -347,8 +364,19 @@ class StmtGen:
         self.em.line("finally:")
         with self.em.indent():
             for dst, src in copy_out:
-                self.em.line(f"{', '.join(dst)} = {', '.join(src)}")
+                if isinstance(dst, tuple):  # a slice argument
+                    self.slice_store(*dst, src[0])
+                else:
+                    self.em.line(f"{', '.join(dst)} = {', '.join(src)}")
         return tmp
+
+    def arg_value(self, p: A.Param, lay: Layout, arg: A.Argument | None) -> list[str]:
+        value = arg.value if arg is not None else p.default
+        if isinstance(lay, PyLocal):
+            return [self.val(value) if value is not None else "0"]
+        if p.direction == "out" or value is None:
+            return []
+        return self.value_as(value, self.ty(p.type))
 
     def bind_call_args(self, e: A.Call, params: list[A.Param]) -> list[A.Argument | None]:
         if any(a.name for a in e.args):
