@@ -39,6 +39,7 @@ lint: install
 
 bench: install
 	$(PY) bench/frontend.py
+	$(PY) bench/interpreter.py
 
 clean:
 	rm -rf build .pytest_cache
