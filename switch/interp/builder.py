@@ -83,6 +83,14 @@ class Env:
             env = env.parent
         return None
 
+    def get_named(self, key: str) -> Any:
+        env: Env | None = self
+        while env is not None:
+            if key in env.map:
+                return env.map[key]
+            env = env.parent
+        return None
+
     def lookup(self, e: A.Name, default: Any = MISSING) -> Any:
         sym = getattr(e, "sym", None)
         if sym is not None:
@@ -397,7 +405,9 @@ class ProgramBuilder(ExprGen, StmtGen, ExternCallGen):
             widths = self.value_set_widths(d)
             vs = ValueSet(qualify(prefix, d), d.size_value, widths)
             self.value_sets[vs.name] = vs
-            env.bind(d, ValueSetB(self.const_name(vs, "vs"), vs))
+            binding = ValueSetB(self.const_name(vs, "vs"), vs)
+            env.bind(d, binding)
+            env.map[f"value_set:{d.name}"] = binding  # select keysets name it without a symbol
         else:
             raise CodegenError(d.pos, f"unsupported local declaration {type(d).__name__}")
 
@@ -510,7 +520,7 @@ class ProgramBuilder(ExprGen, StmtGen, ExternCallGen):
         if isinstance(ks, (A.Default, A.DontCare)):
             return None
         if isinstance(ks, A.Name):
-            b = self.env.lookup(ks, None)
+            b = self.env.lookup(ks, None) or self.env.get_named(f"value_set:{ks.name}")
             if isinstance(b, ValueSetB):
                 return f"{b.name}.match(({', '.join(self.key_bits(k, e) for k, e in zip(keys, exprs, strict=True))},))"
         if isinstance(ks, A.ListExpr) and len(keys) > 1:
@@ -542,7 +552,7 @@ class ProgramBuilder(ExprGen, StmtGen, ExternCallGen):
         if isinstance(ks, A.Range):
             return f"{self.val(ks.lo)} <= {key} <= {self.val(ks.hi)}"
         if isinstance(ks, A.Name):
-            b = self.env.lookup(ks, None)
+            b = self.env.lookup(ks, None) or self.env.get_named(f"value_set:{ks.name}")
             if isinstance(b, ValueSetB):
                 return f"{b.name}.match(({self.key_bits(key, e)},))"
         return f"{key} == {self.val(ks)}"

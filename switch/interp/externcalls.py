@@ -79,13 +79,13 @@ class ExternCallGen:
         fixed = sum(T.width_of(f.type) or 0 for f in lay.fields.values() if not _varbit(f.type))
         vmax = sum(T.width_of(f.type) or 0 for f in lay.fields.values() if _varbit(f.type))
         n = self.simple(size, "n")
-        em.line(f"if {n} > {vmax}: raise ParserError({self.error_code('HeaderTooShort')})")
-        em.line(
-            f"if ({fixed} + {n}) % 8: raise ParserError({self.error_code('ParserInvalidArgument')})"
-        )
+        # BMv2's order (bm_sim/parser.cpp): not whole bytes, then too short a packet, then
+        # more bits than the field can hold
+        em.line(f"if {n} % 8: raise ParserError({self.error_code('ParserInvalidArgument')})")
         pos, end, v = em.temp("p"), em.temp("e"), em.temp("x")
         em.line(f"{pos} = P.pos; {end} = {pos} + ({fixed} + {n}) // 8")
         em.line(f"if {end} > len(P.data): raise ParserError({self.error_code('PacketTooShort')})")
+        em.line(f"if {n} > {vmax}: raise ParserError({self.error_code('HeaderTooShort')})")
         em.line(f"{v} = int.from_bytes(P.data[{pos}:{end}], 'big'); P.pos = {end}")
         shift = em.temp("s")
         em.line(f"{shift} = {fixed} + {n}")
@@ -454,7 +454,9 @@ class ExternCallGen:
         return ""
 
     def f_truncate(self, e: A.Call) -> str:
-        self.em.line(f"P.truncate = {self.val(self.arg(e, 0))}")
+        # the smallest requested length wins; it cuts the deparsed packet as it leaves
+        n = self.simple(self.val(self.arg(e, 0)), "n")
+        self.em.line(f"if P.truncate is None or {n} < P.truncate: P.truncate = {n}")
         return ""
 
     def f_digest(self, e: A.Call) -> str:

@@ -65,6 +65,7 @@ class PacketContext:
         "now_us",
         "trace",
         "color",
+        "length",
     )
 
     def __init__(self, data: bytes, now_us: int = 0) -> None:
@@ -79,6 +80,7 @@ class PacketContext:
         self.now_us = now_us
         self.trace: list[str] | None = None  # per-packet log of tables and actions, when asked
         self.color = 0  # the colour of the direct meter of the entry just hit
+        self.length = len(data)  # BMv2's packet-length register (setValid/setInvalid adjust it)
 
 
 @dataclass

@@ -292,15 +292,29 @@ class StmtGen:
         lay = ref.layout
         if name in ("setValid", "setInvalid"):
             assert isinstance(lay, HeaderL)
-            self.em.line(f"{self.slot_target(ref, lay.valid)} = {name == 'setValid'}")
-            if name == "setValid" and lay.union is not None:
-                self.invalidate_siblings(ref, lay)
+            self.set_validity(ref, lay, name == "setValid")
             return
         if name in ("push_front", "pop_front"):
             assert isinstance(lay, StackL)
             self.stack_shift(lay, self.folded(e.args[0].value), name == "push_front")
             return
         raise CodegenError(e.pos, f"unsupported method {name}")
+
+    def set_validity(self, ref: Ref, lay: HeaderL, valid: bool) -> None:
+        """BMv2's add_header/remove_header: a header that becomes valid is zeroed, and the
+        packet-length register (standard_metadata.packet_length in egress) follows."""
+        em = self.em
+        v = self.slot_target(ref, lay.valid)
+        size = header_bytes_code(self, ref, lay)
+        em.line(f"if {'not ' if valid else ''}{v}:")
+        with em.indent():
+            em.line(f"{v} = {valid}")
+            if valid:
+                for f in lay.fields.values():
+                    em.line(f"{self.slot_target(ref, f.slot)} = {zero_code(f.type)}")
+            em.line(f"P.length {'+' if valid else '-'}= {size}")
+            if valid and lay.union is not None:
+                self.invalidate_siblings(ref, lay)
 
     def stack_shift(self, lay: StackL, count: int, push: bool) -> None:
         n = len(lay.elems)
@@ -389,6 +403,29 @@ class StmtGen:
 
     def callable_info(self, decl: Any, kind: str, e: A.Call) -> CallableInfo:
         raise NotImplementedError
+
+
+def zero_code(t: T.Type) -> str:
+    b = T.strip_newtype(t)
+    if b is T.BOOL:
+        return "False"
+    if isinstance(b, T.Varbit):
+        return "(0, 0)"
+    return "0"
+
+
+def header_bytes_code(gen: Any, ref: Ref, lay: HeaderL) -> str:
+    """The header's size in bytes as the packet carries it (varbit fields at their width)."""
+    fixed = 0
+    dynamic = []
+    for f in lay.fields.values():
+        if isinstance(T.strip_newtype(f.type), T.Varbit):
+            dynamic.append(f"{gen.slot_target(ref, f.slot)}[0]")
+        else:
+            fixed += T.width_of(f.type) or 0
+    if not dynamic:
+        return str(fixed // 8)
+    return f"({fixed} + {' + '.join(dynamic)}) // 8"
 
 
 def headers_in(lay: Layout) -> list[HeaderL]:

@@ -185,6 +185,8 @@ class V1Switch:
         P2 = PacketContext(P.data, P.now_us)
         P2.pos = P.pos
         P2.trace = P.trace
+        P2.length = P.length
+        P2.truncate = P.truncate
         return P2
 
     def preserved(
@@ -206,10 +208,10 @@ class V1Switch:
         P.clone = None
         P.resubmit = None
         P.recirculate = None
-        P.truncate = None
         P.digests = []
         S[self._egress_port] = job.port
         S[self._egress_spec] = 0
+        S[self._packet_length] = P.length  # simple_switch: the packet-length register
         now = self.clock()
         if self._egress_ts is not None:
             S[self._egress_ts] = now
