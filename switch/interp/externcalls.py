@@ -54,7 +54,7 @@ class ExternCallGen:
             self.extract_fixed(ref, lay)
         else:
             self.extract_varbit(ref, lay, self.val(size))
-        if ref.stack is not None and getattr(self.arg(e, 0), "name", "") == "next":
+        if ref.stack is not None and _through_next(self.arg(e, 0)):
             self.em.line(f"S[{ref.stack.next_index}] = {ref.index} + 1")
         return ""
 
@@ -514,6 +514,15 @@ class ExternCallGen:
 
     def owning_header(self, slot: int) -> HeaderL | None:  # pragma: no cover
         raise NotImplementedError
+
+
+def _through_next(e: A.Expr) -> bool:
+    """``hs.next`` or ``hs.next.member`` (a union stack): extracting there advances the stack."""
+    while isinstance(e, A.Member):
+        if e.name == "next" and isinstance(T.strip_newtype(e.expr.type), T.StackT):
+            return True
+        e = e.expr
+    return False
 
 
 def _varbit(t: T.Type) -> bool:
