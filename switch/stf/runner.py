@@ -144,8 +144,7 @@ class StfRunner:
         for pname, width in spec.params:
             if pname not in given:
                 raise TranslateError(f"action {action}: missing argument {pname}")
-            v = parse_int(given.pop(pname))
-            values.append(v & ((1 << width) - 1))
+            values.append(parse_int(given.pop(pname)))  # the table checks that it fits
         if given:
             raise TranslateError(f"action {action}: no parameter named {', '.join(given)}")
         return values

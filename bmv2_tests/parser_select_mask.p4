@@ -1,0 +1,67 @@
+// parser_select_mask: select cases with value &&& mask match when
+// (key & mask) == (value & mask); cases are tried in order.
+#include <core.p4>
+#include <v1model.p4>
+
+header h_t {
+    bit<8>  a;
+    bit<16> w;
+    bit<8>  path;
+}
+
+struct headers_t {
+    h_t h;
+}
+
+struct meta_t {
+    bit<8> path;
+}
+
+parser ParserImpl(packet_in pkt, out headers_t hdr, inout meta_t meta,
+                  inout standard_metadata_t sm) {
+    state start {
+        pkt.extract(hdr.h);
+        transition select(hdr.h.a, hdr.h.w) {
+            (0x10 &&& 0xF0, _): s1;
+            (0x0F &&& 0x0F, _): s2;
+            (_, 0x0800 &&& 0xFF00): s3;
+            default: accept;
+        }
+    }
+    state s1 {
+        meta.path = 1;
+        transition accept;
+    }
+    state s2 {
+        meta.path = 2;
+        transition accept;
+    }
+    state s3 {
+        meta.path = 3;
+        transition accept;
+    }
+}
+
+control verifyChecksum(inout headers_t hdr, inout meta_t meta) { apply { } }
+
+control ingress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply {
+        hdr.h.path = meta.path;
+        sm.egress_spec = 1;
+    }
+}
+
+control egress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply { }
+}
+
+control computeChecksum(inout headers_t hdr, inout meta_t meta) { apply { } }
+
+control DeparserImpl(packet_out pkt, in headers_t hdr) {
+    apply {
+        pkt.emit(hdr.h);
+    }
+}
+
+V1Switch(ParserImpl(), verifyChecksum(), ingress(), egress(), computeChecksum(),
+         DeparserImpl()) main;
