@@ -141,7 +141,7 @@ class StfRunner:
         spec = table.actions[action]
         given = {n: v for n, v in args}
         values = []
-        for pname, width in spec.params:
+        for pname, _width in spec.params:
             if pname not in given:
                 raise TranslateError(f"action {action}: missing argument {pname}")
             values.append(parse_int(given.pop(pname)))  # the table checks that it fits
