@@ -8,7 +8,7 @@ MulticastGroupEntry/CloneSessionEntry onto the same calls.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 class PreError(Exception):
@@ -24,10 +24,11 @@ class McNode:
 
 @dataclass
 class CloneSession:
+    """A mirroring session: copies go to ``group``'s replicas and/or to ``port``."""
+
     port: int | None = None
     group: int | None = None
     truncate: int = 0  # 0: whole packet
-    copies: list[tuple[int, int]] = field(default_factory=list)  # P4Runtime replicas
 
 
 class PacketReplicationEngine:
@@ -120,12 +121,16 @@ class PacketReplicationEngine:
             raise PreError(f"no clone session {session}")
         del self.sessions[session]
 
-    def clone_targets(self, session: int) -> list[tuple[int, int]] | None:
-        """(port, rid) copies of a clone session; None when the session is not configured."""
+    def clone_targets(self, session: int, rid: int = 0) -> list[tuple[int, int]] | None:
+        """(port, rid) copies of a clone session; None when the session is not configured.
+
+        As simple_switch does: the group's replicas first, then the port; the port's copy
+        carries the rid the last replica set (``rid`` when there was none).
+        """
         s = self.sessions.get(session)
         if s is None:
             return None
+        out = self.replicas(s.group) if s.group is not None else []
         if s.port is not None:
-            return [(s.port, 0)]
-        assert s.group is not None
-        return self.replicas(s.group)
+            out.append((s.port, out[-1][1] if out else rid))
+        return out

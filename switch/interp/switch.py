@@ -28,6 +28,13 @@ MAX_PASSES = 1000  # resubmit/recirculate loops are cut here (BMv2 would loop fo
 
 
 @dataclass
+class _Ingress:
+    port: int  # the port the packet object arrived on (BMv2 keeps it across resubmits)
+    data: bytes
+    S: list[Any]  # metadata already set up for this pass
+
+
+@dataclass
 class _Egress:
     port: int
     S: list[Any]
@@ -69,13 +76,21 @@ class V1Switch:
         self._meta = pipeline.metadata_slots
 
     # ------------------------------------------------------------------ the packet path
+    # The rules follow targets/simple_switch/simple_switch.cpp (receive_, ingress_thread,
+    # egress_thread): see docs/interpreter.md.
     def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
         """Run one packet arriving on ``port``; return the (port, bytes) it produced."""
         out: list[tuple[int, bytes]] = []
         self.last_trace = []
-        ingress: deque[tuple[int, bytes, int, dict[int, Any] | None]] = deque()
+        ingress: deque[_Ingress] = deque()
         egress: deque[_Egress] = deque()
-        ingress.append((port, bytes(data), NORMAL, None))
+        S = self.fresh(None)
+        S[self._ingress_port] = port
+        S[self._packet_length] = len(data)
+        S[self._instance_type] = NORMAL
+        if self._ingress_ts is not None:
+            S[self._ingress_ts] = self.clock()
+        ingress.append(_Ingress(port, bytes(data), S))
         passes = 0
         while ingress or egress:
             passes += 1
@@ -85,7 +100,7 @@ class V1Switch:
                 )
                 break
             if ingress:
-                self.run_ingress(*ingress.popleft(), ingress, egress)
+                self.run_ingress(ingress.popleft(), ingress, egress)
             else:
                 self.run_egress(egress.popleft(), ingress, egress, out)
         return out
@@ -96,6 +111,11 @@ class V1Switch:
             for slot, v in preserved.items():
                 S[slot] = v
         return S
+
+    def reset_metadata(self, S: list[Any]) -> None:
+        init = self._init
+        for slot in self._meta:
+            S[slot] = init[slot]
 
     def parse(self, S: list[Any], P: PacketContext) -> None:
         try:
@@ -111,24 +131,10 @@ class V1Switch:
             P.trace = self.last_trace
         return P
 
-    def run_ingress(
-        self,
-        port: int,
-        data: bytes,
-        instance_type: int,
-        preserved: dict[int, Any] | None,
-        ingress: deque[Any],
-        egress: deque[_Egress],
-    ) -> None:
-        S = self.fresh(preserved)
+    def run_ingress(self, job: _Ingress, ingress: deque[_Ingress], egress: deque[_Egress]) -> None:
+        S, data = job.S, job.data
         P = self.context(data)
-        S[self._ingress_port] = (
-            port if instance_type in (NORMAL, RESUBMIT, RECIRC) else S[self._ingress_port]
-        )
-        S[self._packet_length] = len(data)
-        S[self._instance_type] = instance_type
-        if self._ingress_ts is not None:
-            S[self._ingress_ts] = P.now_us
+        ingress_size = len(data)
         self.parse(S, P)
         try:
             self._ingress(S, P)
@@ -138,40 +144,38 @@ class V1Switch:
             P.trace.append(
                 f"ingress done: egress_spec={S[self._egress_spec]} mcast_grp={S[self._mcast_grp]}"
             )
-        # 1. ingress-to-egress clone: the original packet, parsed again
+        # 1. ingress-to-egress clone: the original packet parsed again (with the ingress port
+        # the parser may branch on), then metadata reset but for the field list
         clone = P.clone
         if clone is not None and clone.kind == 0:
             targets = self.pre.clone_targets(clone.session)
             if targets is not None:
                 kept = self.preserved(S, clone.field_list, clone.explicit_slots)
                 session = self.pre.sessions[clone.session]
-                for eport, rid in targets:
-                    S2 = self.fresh(kept)
-                    S2[self._instance_type] = INGRESS_CLONE
-                    S2[self._packet_length] = len(data)
-                    P2 = self.context(data)
-                    self.parse(S2, P2)
-                    for slot, v in kept.items():  # BMv2 copies the field list after parsing
-                        S2[slot] = v
-                    S2[self._instance_type] = INGRESS_CLONE
-                    S2[self._egress_rid] = rid
-                    egress.append(_Egress(eport, S2, P2, session.truncate))
+                S2 = self.fresh(None)
+                S2[self._ingress_port] = job.port
+                P2 = self.context(data)
+                self.parse(S2, P2)
+                self.reset_metadata(S2)
+                for slot, v in kept.items():
+                    S2[slot] = v
+                S2[self._instance_type] = INGRESS_CLONE
+                P2.length = ingress_size
+                self.replicate(S2, P2, targets, egress, session.truncate)
         # 2. digests
-        for d in P.digests:
-            self.digests.append(d)
-        # 3. resubmit: the original packet goes through ingress again
+        self.digests.extend(P.digests)
+        # 3. resubmit: the original packet, metadata reset but for the field list
         if P.resubmit is not None:
-            kept = self.preserved(S, P.resubmit.field_list, P.resubmit.explicit_slots)
-            ingress.append((S[self._ingress_port], data, RESUBMIT, kept))
+            S2 = self.fresh(self.preserved(S, P.resubmit.field_list, P.resubmit.explicit_slots))
+            S2[self._instance_type] = RESUBMIT
+            S2[self._packet_length] = ingress_size
+            ingress.append(_Ingress(job.port, data, S2))
             return
-        # 4. multicast
+        # 4. multicast: copies of the whole state, the original is discarded
         grp = S[self._mcast_grp]
         if grp:
-            for eport, rid in self.pre.replicas(grp):
-                S2 = list(S)
-                S2[self._egress_rid] = rid
-                S2[self._instance_type] = REPLICATION
-                egress.append(_Egress(eport, S2, self.copy_context(P)))
+            S[self._instance_type] = REPLICATION
+            self.replicate(S, P, self.pre.replicas(grp), egress, 0)
             return
         # 5. drop, 6. unicast
         spec = S[self._egress_spec]
@@ -179,7 +183,26 @@ class V1Switch:
             if P.trace is not None:
                 P.trace.append("dropped at the end of ingress")
             return
-        egress.append(_Egress(spec, S, P))
+        S[self._instance_type] = NORMAL
+        self.enqueue(egress, _Egress(spec, S, P))
+
+    def replicate(
+        self,
+        S: list[Any],
+        P: PacketContext,
+        targets: list[tuple[int, int]],
+        egress: deque[_Egress],
+        truncate: int,
+    ) -> None:
+        for eport, rid in targets:
+            S2 = list(S)
+            S2[self._egress_rid] = rid
+            self.enqueue(egress, _Egress(eport, S2, self.copy_context(P), truncate))
+
+    def enqueue(self, egress: deque[_Egress], job: _Egress) -> None:
+        if self._enq_ts is not None:
+            job.S[self._enq_ts] = self.clock() & 0xFFFFFFFF
+        egress.append(job)
 
     def copy_context(self, P: PacketContext) -> PacketContext:
         P2 = PacketContext(P.data, P.now_us)
@@ -200,7 +223,7 @@ class V1Switch:
     def run_egress(
         self,
         job: _Egress,
-        ingress: deque[Any],
+        ingress: deque[_Ingress],
         egress: deque[_Egress],
         out: list[tuple[int, bytes]],
     ) -> None:
@@ -210,34 +233,27 @@ class V1Switch:
         P.recirculate = None
         P.digests = []
         S[self._egress_port] = job.port
-        S[self._egress_spec] = 0
-        S[self._packet_length] = P.length  # simple_switch: the packet-length register
-        now = self.clock()
+        S[self._egress_spec] = 0  # simple_switch writes 512, which a 9-bit field holds as 0
+        S[self._packet_length] = P.length  # the packet-length register
         if self._egress_ts is not None:
-            S[self._egress_ts] = now
-        if self._enq_ts is not None:
-            S[self._enq_ts] = now & 0xFFFFFFFF
+            S[self._egress_ts] = self.clock()
         try:
             self._egress(S, P)
         except ExitPipeline:
             pass
-        # 1. egress-to-egress clone: the end-of-egress state, metadata reset
+        # 1. egress-to-egress clone: the end-of-egress state, metadata reset but the field list
         clone = P.clone
         if clone is not None and clone.kind == 1:
-            targets = self.pre.clone_targets(clone.session)
+            targets = self.pre.clone_targets(clone.session, S[self._egress_rid])
             if targets is not None:
                 kept = self.preserved(S, clone.field_list, clone.explicit_slots)
                 session = self.pre.sessions[clone.session]
-                for eport, rid in targets:
-                    S2 = list(S)
-                    for slot in self._meta:
-                        S2[slot] = self._init[slot]
-                    for slot, v in kept.items():
-                        S2[slot] = v
-                    S2[self._instance_type] = EGRESS_CLONE
-                    S2[self._packet_length] = S[self._packet_length]
-                    S2[self._egress_rid] = rid
-                    egress.append(_Egress(eport, S2, self.copy_context(P), session.truncate))
+                S2 = list(S)
+                self.reset_metadata(S2)
+                for slot, v in kept.items():
+                    S2[slot] = v
+                S2[self._instance_type] = EGRESS_CLONE
+                self.replicate(S2, P, targets, egress, session.truncate)
         # 2. drop
         if S[self._egress_spec] == DROP_PORT:
             if P.trace is not None:
@@ -248,17 +264,22 @@ class V1Switch:
         self._compute(S, P)
         self._deparser(S, P)
         packet = b"".join(P.out) + P.data[P.pos :]
-        # 4. recirculate
+        # 4. recirculate: the deparsed packet back to ingress, metadata reset but the field list
         if P.recirculate is not None:
-            kept = self.preserved(S, P.recirculate.field_list, P.recirculate.explicit_slots)
-            kept[self._ingress_port] = S[self._ingress_port]
-            ingress.append((S[self._ingress_port], packet, RECIRC, kept))
+            S2 = self.fresh(
+                self.preserved(S, P.recirculate.field_list, P.recirculate.explicit_slots)
+            )
+            S2[self._instance_type] = RECIRC
+            S2[self._packet_length] = len(packet)
+            ingress.append(_Ingress(job.port, packet, S2))
             return
         limit = P.truncate if P.truncate is not None else 0
         if job.truncate:
             limit = min(limit, job.truncate) if limit else job.truncate
         if limit:
             packet = packet[:limit]
+        if P.trace is not None:
+            P.trace.append(f"sent on port {job.port} ({len(packet)} bytes)")
         out.append((job.port, packet))
 
 

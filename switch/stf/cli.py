@@ -3,7 +3,8 @@
 Exit status: 0 when every expected packet arrived, 1 when the test fails (mismatched or
 missing packets, or a runtime fault of the program such as a failed assert), 2 when the
 input is bad (a malformed STF line is reported as ``FILE:LINE: error: message``, a program
-that does not compile as ``FILE(LINE): error: message``).
+that does not compile as ``FILE(LINE): error: message``), 3 for an internal error of ours
+(one line, no traceback).
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ import json
 import sys
 from pathlib import Path
 
-from ..frontend.cli import run_compile
-from ..frontend.compiler import CompileOptions
+from ..frontend.cli import _in_deep_thread
+from ..frontend.compiler import CompileOptions, compile_file
 from ..frontend.errors import CompileError
-from ..interp.builder import build_pipeline
+from ..interp.builder import Pipeline, build_pipeline
 from ..interp.exprs import CodegenError
 from .parser import StfError, parse_stf_file
 from .runner import StfRunError, StfRunner
@@ -64,7 +65,24 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _build(program: Path, options: CompileOptions) -> Pipeline:
+    compiled = compile_file(program, options)
+    assert compiled.checked is not None
+    return build_pipeline(compiled.checked, compiled.name)
+
+
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print(f"{PROG}: error: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - a bug of ours: one line, never a traceback
+        print(f"{PROG}: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 3
+
+
+def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     program, stf = Path(args.program), Path(args.stf)
     for path in (program, stf):
@@ -87,9 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: {stf}: {e}", file=sys.stderr)
         return 2
     try:
-        compiled = run_compile(program, options)
-        assert compiled.checked is not None
-        pipeline = build_pipeline(compiled.checked, compiled.name)
+        pipeline = _in_deep_thread(lambda: _build(program, options))
     except CompileError as e:
         print(e.format(), file=sys.stderr)
         return 2

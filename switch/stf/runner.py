@@ -79,6 +79,13 @@ class StfRunner:
                     outcome.passed = False
                     outcome.fault = f"{e} (packet at {self.filename}:{cmd.line})"
                     return outcome
+                except Exception as e:  # noqa: BLE001 - an interpreter bug: report, do not crash
+                    outcome.passed = False
+                    outcome.fault = (
+                        f"{self.filename}:{cmd.line}: internal error while processing the "
+                        f"packet: {type(e).__name__}: {e}"
+                    )
+                    return outcome
                 if self.trace:
                     self.notes.append(f"line {cmd.line}: packet on port {cmd.port}")
                     self.notes += ["  " + t for t in self.switch.last_trace]
