@@ -461,7 +461,8 @@ class ExternCallGen:
 
     def f_digest(self, e: A.Call) -> str:
         data = self.arg(e, 1)
-        t = self.ty(data.type)
+        bound = getattr(e, "bindings", {}).get("T")  # digest<T>: T names the digest
+        t = self.ty(bound if bound is not None and not isinstance(bound, T.TypeVar) else data.type)
         leaves = self.value_as(data, t)
         name = self.const_name(getattr(T.strip_newtype(t), "name", "digest"), "dg")
         self.em.line(f"P.digests.append(({name}, ({', '.join(leaves)},)))")

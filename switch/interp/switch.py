@@ -74,6 +74,20 @@ class V1Switch:
         self._egress_ts = std.get("egress_global_timestamp")
         self._enq_ts = std.get("enq_timestamp")
         self._meta = pipeline.metadata_slots
+        self.log_messages: list[str] = []  # log_msg output, newest last (bounded)
+        pipeline.namespace["LOG_MSG"] = self.log_msg
+
+    def log_msg(self, fmt: str, values: tuple[Any, ...]) -> None:
+        """v1model log_msg: ``{}`` placeholders replaced by the values, in order."""
+        parts = fmt.split("{}")
+        text = parts[0]
+        for i, part in enumerate(parts[1:]):
+            text += (str(values[i]) if i < len(values) else "{}") + part
+        log.info("log_msg: %s", text)
+        self.log_messages.append(text)
+        del self.log_messages[:-1000]
+        if self.trace:
+            self.last_trace.append(f"log_msg: {text}")
 
     # ------------------------------------------------------------------ the packet path
     # The rules follow targets/simple_switch/simple_switch.cpp (receive_, ingress_thread,
