@@ -1,5 +1,6 @@
-// table_key_slice: a key can be a bit slice of a field (named with @name);
-// only the sliced bits take part in the match.
+// table_key_slice: a key can be a bit slice of a field; only the sliced bits
+// take part in the match (entries given as const entries, whose key values
+// are values of the slice itself).
 #include <core.p4>
 #include <v1model.p4>
 
@@ -35,8 +36,14 @@ control ingress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_
     table t {
         key = {
             hdr.h.w[15:8] : exact @name("w_hi");
+            hdr.h.w[3:0]  : ternary @name("w_lo");
         }
         actions = { setv; NoAction; }
+        const entries = {
+            (0x12, _)             : setv(1);
+            (0xAB, 0x5 &&& 0xF)   : setv(2);
+            (0xAB, _)             : setv(3);
+        }
         default_action = NoAction();
     }
     apply {

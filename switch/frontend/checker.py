@@ -345,6 +345,13 @@ class Checker:
                             ks.pos,
                             f"{ks.name}: value_set element has {len(elem.fields)} fields, select has {len(types)} expressions",
                         )
+                elif isinstance(elem, T.TupleT) and len(types) > 1:
+                    if not self.assignable(T.TupleT(tuple(types)), elem):
+                        raise fail(
+                            ks.pos,
+                            f"{ks.name}: value_set of {elem} does not match select type "
+                            f"{T.TupleT(tuple(types))}",
+                        )
                 elif len(types) != 1 or not self.assignable(types[0], elem):
                     want = types[0] if len(types) == 1 else T.TupleT(tuple(types))
                     raise fail(

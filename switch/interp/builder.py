@@ -415,6 +415,8 @@ class ProgramBuilder(ExprGen, StmtGen, ExternCallGen):
         et = T.strip_newtype(d.elem_type)
         if isinstance(et, T.StructT):
             return [T.width_of(ft) or 0 for ft in et.fields.values()]
+        if isinstance(et, T.TupleT):
+            return [T.width_of(x) or 0 for x in et.elems]
         return [T.width_of(et) or 0]
 
     # ------------------------------------------------------------------ externs

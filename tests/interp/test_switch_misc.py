@@ -65,3 +65,13 @@ def test_failed_assume_is_a_fault_with_the_source_position(switch: V1Switch) -> 
         switch.process(1, bytes([1, 0xDE, 0xAD]))
     assert info.value.where.endswith("misc.p4(16)")
     assert "assume failed" in str(info.value)
+
+
+def test_value_set_of_tuples_matches_a_select_on_two_fields() -> None:
+    program = Path(__file__).parents[1] / "frontend/programs/good/value_set_tuple.p4"
+    sw = V1Switch(load_pipeline(program))
+    (vs,) = sw.pipeline.value_sets.values()
+    assert sw.process(0, bytes([1, 2])) == [(0, bytes([1, 2]))]
+    vs.add([(1, 0xFF), (2, 0xFF)])
+    assert sw.process(0, bytes([1, 2])) == [(0, bytes([0xEE, 2]))]
+    assert sw.process(0, bytes([1, 3])) == [(0, bytes([1, 3]))]

@@ -3,12 +3,13 @@
 Proves, by sending packets whose ingress writes a marker byte chosen by the action that ran:
 exact, lpm (longest prefix wins, a /0 default route, exact and lpm keys together), ternary
 (highest priority wins, the earlier entry on equal priorities, const entries in source
-order), range and optional lookups; default actions (set_default, const default_action
-refused); entry modify and delete; the control-plane errors (``TableError`` naming the
-problem: duplicate entry, wrong match kind, value too wide, prefix too long, argument too
-wide, wrong argument count, unknown action, missing priority, @tableonly/@defaultonly, full
-table, const entries); ``hit``/``miss``/``action_run`` as the program sees them; direct
-counters counting hits; and a keyless table running its default action.
+order, ``@priority`` on const entries: lowest wins), range and optional lookups; default
+actions (set_default, const default_action refused); entry modify and delete; the
+control-plane errors (``TableError`` naming the problem: duplicate entry, wrong match kind,
+value too wide, prefix too long, argument too wide, wrong argument count, unknown action,
+missing priority, @tableonly/@defaultonly, full table, const entries); ``hit``/``miss``/
+``action_run`` as the program sees them; direct counters counting hits; and a keyless table
+running its default action.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 from p4reduce.switch.interp.builder import Pipeline
 from p4reduce.switch.interp.load import load_pipeline
-from p4reduce.switch.interp.matches import Exact, Lpm, Optional, Range, Ternary
+from p4reduce.switch.interp.matches import Exact, Lpm, Match, Optional, Range, Ternary
 from p4reduce.switch.interp.switch import V1Switch
 from p4reduce.switch.interp.tables import Table, TableError
 
@@ -94,6 +95,15 @@ TABLES = """
         }
         default_action = miss_mark();
     }
+    table t_priority_annotation {
+        key = { hdr.h.a : ternary; }
+        actions = { set_mark; miss_mark; }
+        const entries = {
+            @priority(3) 0x10 &&& 0xF0 : set_mark(0x01);
+            @priority(1) 0x11 : set_mark(0x02);
+        }
+        default_action = miss_mark();
+    }
     table t_counted {
         key = { hdr.h.a : exact; }
         actions = { set_mark; miss_mark; }
@@ -118,6 +128,7 @@ APPLY = """
         else if (hdr.h.sel == 9) { t_const_ternary.apply(); }
         else if (hdr.h.sel == 10) { t_counted.apply(); }
         else if (hdr.h.sel == 11) { t_keyless.apply(); }
+        else if (hdr.h.sel == 12) { t_priority_annotation.apply(); }
         else if (hdr.h.sel == 20) {
             if (t_exact.apply().hit) { hdr.h.flag = 1; } else { hdr.h.flag = 2; }
         } else if (hdr.h.sel == 21) {
@@ -328,6 +339,12 @@ def test_const_ternary_entries_earlier_wins(sw: V1Switch) -> None:
     assert mark(sw, 9, a=0x30) == MISS
 
 
+def test_const_entries_priority_annotation_lowest_wins(sw: V1Switch) -> None:
+    assert mark(sw, 12, a=0x11) == 0x02  # @priority(1) beats @priority(3)
+    assert mark(sw, 12, a=0x12) == 0x01
+    assert mark(sw, 12, a=0x21) == MISS
+
+
 def test_range(sw: V1Switch) -> None:
     t = table(sw, "t_range")
     t.add_entry([Range(100, 199)], "ingress.set_mark", [1], priority=1)
@@ -506,7 +523,7 @@ def test_duplicate_entry_refused(sw: V1Switch) -> None:
         ("t_exact", [Exact(1)], "expected 2 match fields, got 1"),
     ],
 )
-def test_bad_matches_refused(sw: V1Switch, name: str, matches: list, message: str) -> None:
+def test_bad_matches_refused(sw: V1Switch, name: str, matches: list[Match], message: str) -> None:
     t = table(sw, name)
     prio = 1 if t.needs_priority else None
     with pytest.raises(TableError, match=message) as info:
