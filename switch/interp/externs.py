@@ -155,6 +155,9 @@ class ValueSet:
             raise ExternError(f"{self.name}: value set is full ({self.size} members)")
         if len(member) != len(self.widths):
             raise ExternError(f"{self.name}: expected {len(self.widths)} fields, got {len(member)}")
+        for i, ((v, m), w) in enumerate(zip(member, self.widths, strict=True)):
+            if not (0 <= v < (1 << w) and 0 <= m < (1 << w)):
+                raise ExternError(f"{self.name}: field {i}: value or mask does not fit in {w} bits")
         self.members.append(tuple((v & m, m) for v, m in member))
 
     def clear(self) -> None:
@@ -204,6 +207,11 @@ class ActionProfile:
         spec = self.action_spec(action)
         if len(args) != len(spec.params):
             raise ExternError(f"{self.name}: action {action} takes {len(spec.params)} arguments")
+        for (pname, width), v in zip(spec.params, args, strict=True):
+            if not 0 <= v < (1 << width):
+                raise ExternError(
+                    f"{self.name}: {action} argument {pname}={v} does not fit in {width} bits"
+                )
         return ProfileMember(action, tuple(args), spec.fn, spec.convert(list(args)))
 
     def modify_member(self, member_id: int, action: str, args: list[int]) -> None:
@@ -216,7 +224,18 @@ class ActionProfile:
             raise ExternError(f"{self.name}: no member {member_id}")
         if any(member_id in g for g in self.groups.values()):
             raise ExternError(f"{self.name}: member {member_id} is still in a group")
+        if self.in_use(member=member_id):
+            raise ExternError(f"{self.name}: member {member_id} is still used by a table entry")
         del self.members[member_id]
+
+    def in_use(self, member: int | None = None, group: int | None = None) -> bool:
+        for t in self.tables:
+            for e in t.entries:
+                if (member is not None and e.member == member) or (
+                    group is not None and e.group == group
+                ):
+                    return True
+        return False
 
     def set_group(self, group_id: int, member_ids: list[int]) -> None:
         for m in member_ids:
@@ -227,6 +246,8 @@ class ActionProfile:
     def delete_group(self, group_id: int) -> None:
         if group_id not in self.groups:
             raise ExternError(f"{self.name}: no group {group_id}")
+        if self.in_use(group=group_id):
+            raise ExternError(f"{self.name}: group {group_id} is still used by a table entry")
         del self.groups[group_id]
 
     def check_ref(self, member: int | None, group: int | None) -> None:
@@ -235,11 +256,14 @@ class ActionProfile:
         if group is not None and group not in self.groups:
             raise ExternError(f"{self.name}: no group {group}")
 
-    def resolve(self, entry: Any, S: list[Any], P: Any, selector_fn: Any) -> tuple[Any, Any, Any]:
+    def resolve(
+        self, entry: Any, S: list[Any], P: Any, selector_fn: Any
+    ) -> tuple[Any, Any, Any] | None:
+        """The member an entry selects; None for an empty group (the table then misses)."""
         if entry.group is not None:
             members = self.groups.get(entry.group) or []
             if not members:
-                raise ExternError(f"{self.name}: group {entry.group} is empty")
+                return None
             h = self.hash_fn(selector_fn(S, P)) if self.hash_fn and selector_fn else 0
             m = self.members[members[h % len(members)]]
         else:

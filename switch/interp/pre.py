@@ -20,6 +20,7 @@ class McNode:
     rid: int
     ports: list[int]
     group: int | None = None
+    owned: bool = False  # created by set_group (P4Runtime), destroyed when the group changes
 
 
 @dataclass
@@ -93,13 +94,18 @@ class PacketReplicationEngine:
     def set_group(self, group: int, replicas: list[tuple[int, int]]) -> None:
         """Replace a group's members by (port, rid) replicas (creates the group if needed)."""
         if group in self.groups:
+            owned = [h for h in self.groups[group] if self.nodes[h].owned]
             self.mgrp_destroy(group)
+            for handle in owned:  # nodes set_group made are its own: do not leak them
+                del self.nodes[handle]
         self.mgrp_create(group)
         by_rid: dict[int, list[int]] = {}
         for port, rid in replicas:
             by_rid.setdefault(rid, []).append(port)
         for rid, ports in by_rid.items():
-            self.node_associate(group, self.node_create(rid, ports))
+            handle = self.node_create(rid, ports)
+            self.nodes[handle].owned = True
+            self.node_associate(group, handle)
 
     def replicas(self, group: int) -> list[tuple[int, int]]:
         """(port, rid) copies of a group, in node order then port order; empty if unknown."""

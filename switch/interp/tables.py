@@ -320,6 +320,11 @@ class Table:
 
     def apply(self, S: list[Any], P: Any) -> tuple[bool, str]:
         entry = self.lookup(self.key_fn(S, P)) if self.keys else None
+        chosen = None
+        if entry is not None and entry.fn is None:  # an action profile member or selector group
+            chosen = self.profile.resolve(entry, S, P, self.selector_fn)
+            if chosen is None:  # an empty group: nothing to run, the table misses
+                entry = None
         if entry is None:
             d = self.default_entry
             if P.trace is not None:
@@ -331,8 +336,8 @@ class Table:
             entry.bytes += S[self.length_slot]
         if entry.meter is not None:
             P.color = entry.meter.execute(S[self.length_slot], P.now_us)
-        if entry.fn is None:  # an action profile member or selector group
-            fn, call_args, result = self.profile.resolve(entry, S, P, self.selector_fn)
+        if chosen is not None:
+            fn, call_args, result = chosen
             if P.trace is not None:
                 P.trace.append(f"table {self.name}: hit, action {result[1]} (profile)")
             fn(S, P, *call_args)

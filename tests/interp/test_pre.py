@@ -160,11 +160,6 @@ def test_set_group_refuses_bad_ids(pre: PacketReplicationEngine) -> None:
     assert pre.groups == {}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="PRE.set_group dissociates the nodes of the group it replaces but never destroys "
-    "them: every P4Runtime update of a group leaves its old nodes in pre.nodes for ever",
-)
 def test_set_group_does_not_leak_nodes(pre: PacketReplicationEngine) -> None:
     for i in range(10):
         pre.set_group(1, [(1, i), (2, i)])
