@@ -236,6 +236,10 @@ class ProgramBuilder(ExprGen, StmtGen, ExternCallGen):
             "compute": [h, m],
             "deparser": [None, h],
         }
+        for d in self.checked.program.decls:  # top-level extern instances (a global register)
+            t = getattr(d, "inst_type", None)
+            if isinstance(d, A.Instance) and d is not main and isinstance(t, T.ExternT):
+                self.global_env.bind(d, self.make_extern(d, t, qualify("", d)))
         stages: dict[str, str] = {}
         for stage, (decl, prefix, ctor_args, tbind) in zip(PIPELINE_STAGES, blocks, strict=True):
             layouts = shapes[stage]

@@ -46,7 +46,15 @@ class ExternCallGen:
 
     # ------------------------------------------------------------------ packet_in
     def m_packet_in_extract(self, e: A.Call, obj: Any) -> str:
-        ref = self.ref(self.arg(e, 0))
+        target = self.arg(e, 0)
+        if target is None:  # extract(_): parse the header into a scratch copy, then drop it
+            t = self.ty(getattr(e, "bindings", {}).get("T") or T.VOID)
+            lay0 = self.storage.alloc(t, "$extract_scratch", True)
+            if not isinstance(lay0, HeaderL):
+                raise CodegenError(e.pos, "extract(_) needs the header type: extract<H>(_)")
+            ref = Ref(lay0)
+        else:
+            ref = self.ref(target)
         lay = ref.layout
         assert isinstance(lay, HeaderL)
         size = self.arg(e, 1)
@@ -54,7 +62,7 @@ class ExternCallGen:
             self.extract_fixed(ref, lay)
         else:
             self.extract_varbit(ref, lay, self.val(size))
-        if ref.stack is not None and _through_next(self.arg(e, 0)):
+        if ref.stack is not None and target is not None and _through_next(target):
             self.em.line(f"S[{ref.stack.next_index}] = {ref.index} + 1")
         return ""
 
