@@ -18,6 +18,8 @@ CLONE_TYPES = {"I2E": 0, "E2E": 1}
 
 
 class ExternCallGen:
+    """Mixin of ``ProgramBuilder``, which provides extern_object, std, hash_fn, owning_header."""
+
     em: Any
 
     # ------------------------------------------------------------------ dispatch
@@ -510,19 +512,6 @@ class ExternCallGen:
 
     def f_static_assert(self, e: A.Call) -> str:
         return "True"
-
-    # provided by the builder
-    def extern_object(self, e: A.Expr) -> str:  # pragma: no cover
-        raise NotImplementedError
-
-    def std(self, field: str) -> int:  # pragma: no cover
-        raise NotImplementedError
-
-    def hash_fn(self, algo: str) -> str:  # pragma: no cover
-        raise NotImplementedError
-
-    def owning_header(self, slot: int) -> HeaderL | None:  # pragma: no cover
-        raise NotImplementedError
 
 
 def _through_next(e: A.Expr) -> bool:

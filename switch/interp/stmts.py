@@ -28,6 +28,8 @@ class CallableInfo:
 
 
 class StmtGen:
+    """Mixin of ``ProgramBuilder``, which provides callable_info, action_run_id, table_apply."""
+
     em: Any
     env: Any
 
@@ -397,12 +399,6 @@ class StmtGen:
             by_name = {a.name: a for a in e.args}
             return [by_name.get(p.name) for p in params]
         return list(e.args) + [None] * (len(params) - len(e.args))
-
-    def action_run_id(self, apply_call: A.Expr, label: str) -> str:
-        raise NotImplementedError
-
-    def callable_info(self, decl: Any, kind: str, e: A.Call) -> CallableInfo:
-        raise NotImplementedError
 
 
 def zero_code(t: T.Type) -> str:
