@@ -154,6 +154,7 @@ class ProgramBuilder(ExprGen, StmtGen, ExternCallGen):
             "PreserveRequest": PreserveRequest,
             "RNG": self.rng,
             "LOG_MSG": _no_log,
+            "DIVISION_BY_ZERO": _division_by_zero,
         }
         self.tables: dict[str, Table] = {}
         self.registers: dict[str, Register] = {}
@@ -1046,6 +1047,10 @@ def _noaction_name(checked: CheckedProgram, pos: Any) -> A.Name:
 
 def _no_log(msg: str, values: tuple[Any, ...]) -> None:
     pass
+
+
+def _division_by_zero(where: str) -> int:
+    raise P4RuntimeFault(where, "division by zero")
 
 
 def build_pipeline(

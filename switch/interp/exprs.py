@@ -519,7 +519,11 @@ class ExprGen:
             return wrap_code(f"{a} {op} {b}", t)
         if op in ("/", "%"):
             pyop = "//" if op == "/" else "%"
-            return f"({a} {pyop} {b})"
+            if isinstance(self.folded(e.right), int):
+                return f"({a} {pyop} {b})"
+            b = self.simple(b, "d")  # a run-time zero divisor is a fault, as it aborts BMv2
+            where = self.const_name(str(e.pos), "pos")
+            return f"(({a} {pyop} {b}) if {b} else DIVISION_BY_ZERO({where}))"
         if op in ("&", "|", "^"):
             return f"({a} {op} {b})"
         if op == "<<":

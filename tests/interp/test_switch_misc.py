@@ -75,3 +75,14 @@ def test_value_set_of_tuples_matches_a_select_on_two_fields() -> None:
     vs.add([(1, 0xFF), (2, 0xFF)])
     assert sw.process(0, bytes([1, 2])) == [(0, bytes([0xEE, 2]))]
     assert sw.process(0, bytes([1, 3])) == [(0, bytes([1, 3]))]
+
+
+def test_runtime_division_by_zero_is_a_fault_not_a_crash(tmp_path: Path) -> None:
+    program = tmp_path / "div.p4"
+    program.write_text(
+        PROGRAM.replace("sm.egress_spec = 2;", "hdr.h.a = hdr.h.a / (bit<8>)hdr.h.b;")
+    )
+    sw = V1Switch(load_pipeline(program))
+    assert sw.process(0, bytes([9, 0, 2])) == [(0, bytes([4, 0, 2]))]
+    with pytest.raises(P4RuntimeFault, match="division by zero"):
+        sw.process(0, bytes([9, 0, 0]))
