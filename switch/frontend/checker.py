@@ -388,8 +388,16 @@ class Checker:
             return
         if isinstance(ks, (A.Mask, A.Range)):
             a, b = (ks.value, ks.mask) if isinstance(ks, A.Mask) else (ks.lo, ks.hi)
+            base = T.strip_newtype(t)
             for part in (a, b):
                 pt = self.expr(part, scope, ctx, expected=t)
+                if isinstance(base, T.EnumT) and base.underlying is not None:
+                    # a serializable enum key masked with values of its underlying type
+                    if isinstance(pt, T.InfInt):
+                        self.retype_literal(part, base.underlying)
+                        continue
+                    if pt == base.underlying:
+                        continue
                 self.require_assignable(t, pt, part, "keyset")
             if (
                 isinstance(ks, A.Mask)
