@@ -57,7 +57,7 @@ def compile_file(path: Path | str, options: CompileOptions | None = None) -> Com
     info = build_p4info(model)
     info_text = p4info_to_text(info)
     t4 = time.perf_counter()
-    result_ir = ir.build_ir(program, path.stem, info_text, checked.main)
+    result_ir = ir.build_ir(program, path.stem, info_text, checked.main, text, str(path))
     t5 = time.perf_counter()
     timings.update(preprocess=t1 - t0, parse=t2 - t1, check=t3 - t2, p4info=t4 - t3, ir=t5 - t4)
     return CompiledProgram(path.stem, result_ir, info, model, timings, checked)

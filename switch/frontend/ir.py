@@ -2,8 +2,9 @@
 
 Each node becomes ``{"node": CLASS, "line": N, ...fields}``; expressions also carry their
 semantic ``type``, and names carry what they resolve to (``ref``: var, param, const, action,
-table, instance, ...). Folded constants are stored as ``const``. The embedded switch loads this
-file and compiles it once into closures; it never needs to re-run the type checker.
+table, instance, ...). Folded constants are stored as ``const``. The file also carries the
+preprocessed source, from which the embedded switch rebuilds the checked tree (no include
+files or preprocessor needed where it runs).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from . import types as T
 from .errors import SourcePos
 
 IR_FORMAT = "p4reduce-ir"
-IR_VERSION = 1
+IR_VERSION = 2
 _SKIP = {
     "pos",
     "type",
@@ -75,7 +76,12 @@ def node_json(node: Any, files: dict[str, int]) -> Any:
 
 
 def build_ir(
-    program: A.Program, name: str, p4info_text: str, main: A.Instance | None
+    program: A.Program,
+    name: str,
+    p4info_text: str,
+    main: A.Instance | None,
+    source: str = "",
+    source_file: str = "",
 ) -> dict[str, Any]:
     files: dict[str, int] = {}
     decls = [node_json(d, files) for d in program.decls]
@@ -88,4 +94,7 @@ def build_ir(
         "main": main.name if main is not None else None,
         "declarations": decls,
         "p4info": p4info_text,
+        # the preprocessed program (with #line markers): the embedded switch re-parses and
+        # re-checks it (milliseconds) and generates its code from the checked tree
+        "source": {"file": source_file, "text": source},
     }
