@@ -16,93 +16,22 @@ from typing import Any
 from ..frontend import ast as A
 from ..frontend import types as T
 from ..frontend.checker import CheckedProgram, Checker
-from ..frontend.cpbuild import expr_text, name_annotation, qualify
+from ..frontend.cpbuild import qualify
 from . import hashes
+from .bindings import BlockB, DirectCounterB, Env, ExternB, PacketB, TableB, ValueSetB
 from .emit import Emitter
-from .exprs import CodegenError, ConstBinding, ExprGen, Ref, bits_of, mask, wrap_const
+from .exprs import CodegenError, ConstBinding, ExprGen, Ref, bits_of
 from .externcalls import ExternCallGen
 from .externs import ActionProfile, Counter, DirectMeterFactory, Meter, Register, ValueSet
 from .layout import HeaderL, Layout, PyLocal, StackL, Storage, StructL
-from .matches import Exact, Lpm, Match, Optional, Range, Ternary
+from .names import safe_identifier as _safe
+from .parsergen import ParserGen
 from .runtime import CloneRequest, ExitPipeline, P4RuntimeFault, ParserError, PreserveRequest
 from .stmts import CallableInfo, StmtGen, headers_in
-from .tables import ActionSpec, KeySpec, Table
+from .tablegen import TableGen, _prop, finalize_tables
+from .tables import Table
 
-MISSING = object()
 PIPELINE_STAGES = ("parser", "verify", "ingress", "egress", "compute", "deparser")
-
-
-@dataclass
-class ExternB:
-    name: str  # the object's name in the generated module
-    type: T.ExternT
-    obj: Any
-
-
-@dataclass
-class TableB:
-    name: str
-    table: Table
-    decl: A.TableDecl
-
-
-@dataclass
-class BlockB:
-    fn: str
-    decl: Any
-    params: list[tuple[A.Param, Layout | None]]
-    prefix: str
-
-
-@dataclass
-class ValueSetB:
-    name: str
-    obj: ValueSet
-
-
-class PacketB:
-    """packet_in / packet_out parameters: the generated code uses ``P`` for both."""
-
-
-class Env:
-    """Bindings of declarations (by identity) to storage and objects, chained to the parent."""
-
-    def __init__(self, parent: Env | None = None) -> None:
-        self.parent = parent
-        self.map: dict[int, Any] = {}
-
-    def bind(self, decl: Any, binding: Any) -> None:
-        self.map[id(decl)] = binding
-
-    def get(self, decl: Any) -> Any:
-        env: Env | None = self
-        while env is not None:
-            b = env.map.get(id(decl))
-            if b is not None:
-                return b
-            env = env.parent
-        return None
-
-    def get_named(self, key: str) -> Any:
-        env: Env | None = self
-        while env is not None:
-            if key in env.map:
-                return env.map[key]
-            env = env.parent
-        return None
-
-    def lookup(self, e: A.Name, default: Any = MISSING) -> Any:
-        sym = getattr(e, "sym", None)
-        if sym is not None:
-            b = self.get(sym.decl) if sym.decl is not None else None
-            if b is not None:
-                return b
-            if sym.kind == "const":
-                expr = sym.decl.value if isinstance(sym.decl, A.ConstDecl) else None
-                return ConstBinding(sym.value, sym.type, expr)
-        if default is not MISSING:
-            return default
-        raise CodegenError(e.pos, f"{e.name}: not available at run time")
 
 
 @dataclass
@@ -128,7 +57,7 @@ class Pipeline:
     namespace: dict[str, Any] = field(default_factory=dict)
 
 
-class ProgramBuilder(ExprGen, StmtGen, ExternCallGen):
+class ProgramBuilder(ExprGen, StmtGen, ExternCallGen, ParserGen, TableGen):
     def __init__(
         self, checked: CheckedProgram, name: str, rng: random.Random | None = None
     ) -> None:
@@ -379,8 +308,7 @@ class ProgramBuilder(ExprGen, StmtGen, ExternCallGen):
 
     def fresh(self, kind: str, name: str) -> str:
         self.counter[0] += 1
-        safe = "".join(c if c.isalnum() else "_" for c in name)
-        return f"{kind}{self.counter[0]}_{safe}"
+        return f"{kind}{self.counter[0]}_{_safe(name)}"
 
     def local_decl(self, d: A.Decl, env: Env, prefix: str, prologue: Emitter) -> None:
         if isinstance(d, A.VarDecl):
@@ -471,98 +399,6 @@ class ProgramBuilder(ExprGen, StmtGen, ExternCallGen):
         finally:
             self.em = saved
         self.add_function(f"def {fn}(S, P):", em)
-
-    def gen_parser(self, decl: A.ParserDecl, fn: str, prologue: Emitter) -> None:
-        names = {st.name: self.fresh("s", f"{decl.name}_{st.name}") for st in decl.states}
-        for st in decl.states:
-            em = Emitter(self.counter)
-            saved = self.em
-            self.em = em
-            try:
-                for s in st.stmts:
-                    self.stmt(s)
-                self.transition(st.transition, names)
-            finally:
-                self.em = saved
-            self.add_function(f"def {names[st.name]}(S, P):", em)
-        em = Emitter(self.counter)
-        em.lines = list(prologue.lines)
-        em.line(f"st = {names['start']}")
-        em.line("n = 0")
-        em.line("while st is not None:")
-        em.line("    st = st(S, P)")
-        em.line("    n += 1")
-        em.line(f"    if n > 100000: raise ParserError({self.error_code('ParserTimeout')})")
-        self.add_function(f"def {fn}(S, P):", em)
-
-    def state_ref(self, name: str, names: dict[str, str]) -> str:
-        if name == "accept":
-            return "None"
-        if name == "reject":
-            return "REJECT"
-        return names[name]
-
-    def transition(self, tr: A.Expr | None, names: dict[str, str]) -> None:
-        em = self.em
-        if tr is None:
-            em.line("return None")
-            return
-        if isinstance(tr, A.Name):
-            target = self.state_ref(tr.name, names)
-            em.line("raise ParserError(-1)" if target == "REJECT" else f"return {target}")
-            return
-        assert isinstance(tr, A.SelectExpr)
-        keys = [self.simple(self.val(k), "k") for k in tr.exprs]
-        for case in tr.cases:
-            cond = self.keyset_cond(case.keyset, keys, tr.exprs)
-            target = self.state_ref(case.state, names)
-            action = "raise ParserError(-1)" if target == "REJECT" else f"return {target}"
-            if cond is None:
-                em.line(action)
-                return
-            em.line(f"if {cond}: {action}")
-        em.line(f"raise ParserError({self.error_code('NoMatch')})")
-
-    def keyset_cond(self, ks: A.Expr, keys: list[str], exprs: list[A.Expr]) -> str | None:
-        if isinstance(ks, (A.Default, A.DontCare)):
-            return None
-        if isinstance(ks, A.Name):
-            b = self.env.lookup(ks, None) or self.env.get_named(f"value_set:{ks.name}")
-            if isinstance(b, ValueSetB):
-                return f"{b.name}.match(({', '.join(self.key_bits(k, e) for k, e in zip(keys, exprs, strict=True))},))"
-        if isinstance(ks, A.ListExpr) and len(keys) > 1:
-            parts = [
-                self.one_key_cond(item, k, e)
-                for item, k, e in zip(ks.items, keys, exprs, strict=True)
-            ]
-            parts = [p for p in parts if p is not None]
-            return " and ".join(parts) if parts else None
-        if isinstance(ks, A.ListExpr) and len(ks.items) == 1:
-            ks = ks.items[0]
-        return self.one_key_cond(ks, keys[0], exprs[0])
-
-    def key_bits(self, k: str, e: A.Expr) -> str:
-        t = self.ty(e.type)
-        if T.strip_newtype(t) is T.BOOL:
-            return f"int({k})"
-        b = bits_of(t)
-        if b is not None and b.signed:
-            return f"({k} & {mask(b.width)})"
-        return k
-
-    def one_key_cond(self, ks: A.Expr, key: str, e: A.Expr) -> str | None:
-        if isinstance(ks, (A.Default, A.DontCare)):
-            return None
-        if isinstance(ks, A.Mask):
-            v, m = self.val(ks.value), self.val(ks.mask)
-            return f"({self.key_bits(key, e)} & {m}) == ({v} & {m})"
-        if isinstance(ks, A.Range):
-            return f"{self.val(ks.lo)} <= {key} <= {self.val(ks.hi)}"
-        if isinstance(ks, A.Name):
-            b = self.env.lookup(ks, None) or self.env.get_named(f"value_set:{ks.name}")
-            if isinstance(b, ValueSetB):
-                return f"{b.name}.match(({self.key_bits(key, e)},))"
-        return f"{key} == {self.val(ks)}"
 
     # ------------------------------------------------------------------ actions and functions
     def gen_callable(self, decl: Any, kind: str, env: Env, prefix: str) -> CallableInfo:
@@ -695,271 +531,6 @@ class ProgramBuilder(ExprGen, StmtGen, ExternCallGen):
                 return self.callable_info(e.sym.decl, "action", None).cp_name
         raise CodegenError(apply_call.pos, f"{label}: not an action of the table")
 
-    # ------------------------------------------------------------------ tables
-    def gen_table(self, d: A.TableDecl, prefix: str) -> Table:
-        name = qualify(prefix, d)
-        props = {p.name: p for p in d.properties}
-        key_elems: list[A.KeyElement] = list(props["key"].value) if "key" in props else []
-        match_keys = [k for k in key_elems if k.match_kind != "selector"]
-        selector_keys = [k for k in key_elems if k.match_kind == "selector"]
-        keys = [
-            KeySpec(
-                name_annotation(k.annotations) or expr_text(k.expr),
-                k.match_kind,
-                self.key_width(k.expr),
-            )
-            for k in match_keys
-        ]
-        key_fn = self.gen_key_fn(name, match_keys)
-        actions: dict[str, ActionSpec] = {}
-        for ref in props["actions"].value if "actions" in props else []:
-            spec = self.action_spec(ref)
-            actions[spec.name] = spec
-        default_name, default_args, const_default = "NoAction", [], False
-        if "default_action" in props:
-            p = props["default_action"]
-            default_name, default_args = self.action_call_value(p.value)
-            const_default = p.is_const
-        if default_name not in actions:
-            spec = self.action_spec(A.ActionRef(d.pos, _noaction_name(self.checked, d.pos)))
-            actions.setdefault(spec.name, spec)
-        size = 1024
-        if "size" in props:
-            v = Checker.const_value_static(props["size"].value)
-            size = int(v) if isinstance(v, int) else size
-        table = Table(
-            name,
-            keys,
-            actions,
-            default_name,
-            default_args,
-            const_default,
-            size,
-            key_fn,
-            self.std("packet_length"),
-        )
-        self.tables[name] = table
-        if "implementation" in props:
-            b = self.env.lookup(props["implementation"].value)
-            if isinstance(b, ExternB) and isinstance(b.obj, ActionProfile):
-                table.profile = b.obj
-                b.obj.tables.append(table)
-                if selector_keys:
-                    table.selector_fn = _Late(self.ns, self.gen_selector_fn(name, selector_keys))
-        for pname in ("counters", "meters"):
-            if pname in props:
-                b = self.env.lookup(props[pname].value)
-                if isinstance(b, ExternB) and isinstance(b.obj, DirectCounterB):
-                    table.direct_counter = b.obj.name
-                    self.direct_counters[b.obj.name] = table
-                elif isinstance(b, ExternB) and isinstance(b.obj, DirectMeterFactory):
-                    table.direct_meter = b.obj
-                    self.direct_meters[b.obj.name] = table
-        if "entries" in props:
-            entries: list[A.Entry] = props["entries"].value
-            table.has_const_entries = props["entries"].is_const
-            for i, entry in enumerate(entries):
-                matches = self.entry_matches(entry, keys)
-                aname, aargs = self.action_call_value(entry.action)
-                prio = None
-                if entry.priority is not None:
-                    prio = int(Checker.const_value_static(entry.priority))
-                elif table.needs_priority:
-                    # p4c's BMv2 back end: @priority(N) or the 1-based position, lowest wins;
-                    # our tables let the highest win, hence the negation
-                    prio = -(_priority_annotation(entry) or i + 1)
-                table.add_entry(matches, aname, aargs, prio, is_const=props["entries"].is_const)
-        return table
-
-    def key_width(self, e: A.Expr) -> int:
-        t = T.strip_newtype(self.ty(e.type))
-        if t is T.BOOL:
-            return 1
-        if t is T.ERROR:
-            return 32
-        return T.width_of(t) or 0
-
-    def gen_key_fn(self, table: str, keys: list[A.KeyElement]) -> Any:
-        fn = self.fresh("k", table)
-        em = Emitter(self.counter)
-        saved = self.em
-        self.em = em
-        try:
-            vals = [self.key_bits(self.val(k.expr), k.expr) for k in keys]
-        finally:
-            self.em = saved
-        em.line(f"return ({', '.join(vals)}{',' if vals else ''})")
-        self.add_function(f"def {fn}(S, P):", em)
-        return _Late(self.ns, fn)
-
-    def gen_selector_fn(self, table: str, keys: list[A.KeyElement]) -> str:
-        fn = self.fresh("sel", table)
-        em = Emitter(self.counter)
-        saved = self.em
-        self.em = em
-        try:
-            data = self.packed_bytes(A.ListExpr(keys[0].pos, [k.expr for k in keys]))
-        finally:
-            self.em = saved
-        em.line(f"return {data}")
-        self.add_function(f"def {fn}(S, P):", em)
-        return fn
-
-    def action_spec(self, ref: A.ActionRef) -> ActionSpec:
-        e = ref.expr
-        call = e if isinstance(e, A.Call) and any(a.value is not None for a in e.args) else None
-        if isinstance(e, A.Call):
-            e = e.func
-        decl = e.sym.decl
-        info = self.callable_info(decl, "action", None)
-        fn = info.fn if call is None else self.gen_bound_action(call, info)
-        params = [(p.name, T.width_of(self.ty(p.type)) or 0) for p in info.data_params]
-        types = [self.ty(p.type) for p in info.data_params]
-        scope = "TABLE_AND_DEFAULT"
-        for a in ref.annotations + list(decl.annotations):
-            if a.name == "tableonly":
-                scope = "TABLE_ONLY"
-            elif a.name == "defaultonly":
-                scope = "DEFAULT_ONLY"
-        return ActionSpec(info.cp_name, _Late(self.ns, fn), params, _converter(types), scope)
-
-    def gen_bound_action(self, call: A.Call, info: CallableInfo) -> str:
-        """A wrapper for ``a(x)`` in a table's action list: x bound here, data from the entry."""
-        from ..frontend.symbols import Sym
-
-        wenv = Env(self.env)
-        args = list(call.args)
-        names: list[str] = []
-        for p in info.data_params:
-            marker = A.Empty(call.pos)
-            n = A.Name(call.pos, p.name)
-            n.sym = Sym("var", p.name, call.pos, p.type, marker)
-            n.type = p.type
-            lay = PyLocal(f"d_{_safe(p.name)}", self.ty(p.type))
-            wenv.bind(marker, lay)
-            names.append(lay.name)
-            args.append(A.Argument(call.pos, n))
-        full = A.Call(call.pos, call.func, args)
-        full.target = ("action", info.decl)
-        fn = self.fresh("w", info.decl.name)
-        with self.function_scope(wenv, self.prefix):
-            code = self.invoke(full, info.decl, "action")
-            if code:
-                self.em.line(code)
-            self.add_function(f"def {fn}(S, P{''.join(', ' + n for n in names)}):", self.em)
-        return fn
-
-    def action_call_value(self, e: A.Expr) -> tuple[str, list[int]]:
-        args: list[A.Argument] = []
-        if isinstance(e, A.Call):
-            args = e.args
-            e = e.func
-        decl = e.sym.decl
-        info = self.callable_info(decl, "action", None)
-        values = []
-        data = info.data_params
-        bound = [a for a in args if a.value is not None]
-        for p, a in zip(data, bound[len(bound) - len(data) :] if data else [], strict=True):
-            v = Checker.const_value_static(a.value)
-            if isinstance(v, str):
-                v = self.member_value(T.strip_newtype(self.ty(p.type)), v)
-            w = T.width_of(self.ty(p.type)) or 0
-            values.append(int(v) & mask(w))
-        return info.cp_name, values
-
-    def entry_matches(self, entry: A.Entry, keys: list[KeySpec]) -> list[Match]:
-        ks = entry.keyset
-        n = len(keys)
-        if isinstance(ks, A.ListExpr) and (n != 1 or len(ks.items) == 1):
-            items = ks.items
-        else:
-            items = [ks]
-        if isinstance(ks, (A.Default, A.DontCare)) and n > 1:
-            items = [ks] * n
-        out: list[Match] = []
-        for k, item in zip(keys, items, strict=True):
-            out.append(self.key_match(k, item))
-        return out
-
-    def key_match(self, k: KeySpec, item: A.Expr) -> Match:
-        full = mask(k.width)
-        wild = isinstance(item, (A.Default, A.DontCare))
-        if k.match_kind == "exact":
-            return Exact(self.cp_value(item) & full)
-        if k.match_kind == "ternary":
-            if wild:
-                return Ternary(0, 0)
-            if isinstance(item, A.Mask):
-                m = self.cp_value(item.mask) & full
-                return Ternary(self.cp_value(item.value) & m, m)
-            return Ternary(self.cp_value(item) & full, full)
-        if k.match_kind == "lpm":
-            if wild:
-                return Lpm(0, 0)
-            if isinstance(item, A.Mask):
-                m = self.cp_value(item.mask) & full
-                plen = bin(m).count("1")
-                return Lpm(self.cp_value(item.value) & m, plen)
-            return Lpm(self.cp_value(item) & full, k.width)
-        if k.match_kind == "range":
-            if wild:
-                return Range(0, full)
-            if isinstance(item, A.Range):
-                return Range(self.cp_value(item.lo) & full, self.cp_value(item.hi) & full)
-            v = self.cp_value(item) & full
-            return Range(v, v)
-        if k.match_kind == "optional":
-            return Optional(None if wild else self.cp_value(item) & full)
-        raise CodegenError(item.pos, f"match kind {k.match_kind} is not supported")
-
-    def cp_value(self, e: A.Expr) -> int:
-        v = Checker.const_value_static(e)
-        if v is None and isinstance(e, A.Member):
-            v = self.member_value(T.strip_newtype(self.ty(e.type)), e.name)
-        if isinstance(v, str):
-            v = self.member_value(T.strip_newtype(self.ty(e.type)), v)
-        if isinstance(v, bool):
-            return int(v)
-        if not isinstance(v, int):
-            raise CodegenError(e.pos, "table entry values must be compile-time constants")
-        return v
-
-
-@dataclass
-class DirectCounterB:
-    name: str
-    unit: str
-
-
-class _Late:
-    """A callable resolved in the generated namespace on first use (after ``exec``)."""
-
-    __slots__ = ("ns", "fn", "target")
-
-    def __init__(self, ns: dict[str, Any], fn: str) -> None:
-        self.ns, self.fn, self.target = ns, fn, None
-
-    def __call__(self, *args: Any) -> Any:
-        return self.ns[self.fn](*args)
-
-
-def _resolve(x: Any) -> Any:
-    return x.ns[x.fn] if isinstance(x, _Late) else x
-
-
-def finalize_tables(tables: dict[str, Table], profiles: dict[str, ActionProfile]) -> None:
-    """Replace the late-bound callables by the generated functions, once they exist."""
-    for t in tables.values():
-        t.key_fn = _resolve(t.key_fn)
-        t.selector_fn = _resolve(t.selector_fn)
-        for spec in t.actions.values():
-            spec.fn = _resolve(spec.fn)
-        for e in [*t.entries, t.default_entry]:
-            e.fn = _resolve(e.fn)
-    for p in profiles.values():
-        for m in p.members.values():
-            m.fn = _resolve(m.fn)
-
 
 class _Scope:
     """Save and restore the builder's current function context."""
@@ -978,22 +549,6 @@ class _Scope:
         b.env, b.em, b.prefix, b.tbind, b.return_type = self.saved
 
 
-def _priority_annotation(entry: A.Entry) -> int | None:
-    for a in entry.annotations:
-        if a.name == "priority" and a.args:
-            v = Checker.const_value_static(a.args[0])
-            if isinstance(v, int):
-                return v
-    return None
-
-
-def _prop(d: A.TableDecl, name: str) -> Any:
-    for p in d.properties:
-        if p.name == name:
-            return p.value
-    return None
-
-
 def _member(e: A.Expr | None) -> str:
     if isinstance(e, A.Member):
         return e.name
@@ -1002,47 +557,6 @@ def _member(e: A.Expr | None) -> str:
 
 def _agg(t: T.Type) -> bool:
     return isinstance(T.strip_newtype(t), (T.StructT, T.StackT, T.TupleT))
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() else "_" for c in name)
-
-
-def _converter(types: list[T.Type]) -> Any:
-    """Control-plane argument values (unsigned) to the Python values actions take."""
-    plan = []
-    for t in types:
-        b = T.strip_newtype(t)
-        if b is T.BOOL:
-            plan.append("bool")
-        elif (bb := bits_of(b)) is not None and bb.signed:
-            plan.append(bb)
-        else:
-            plan.append(None)
-    if all(p is None for p in plan):
-        return tuple
-
-    def convert(values: list[int]) -> tuple[Any, ...]:
-        out = []
-        for v, p in zip(values, plan, strict=True):
-            if p == "bool":
-                out.append(bool(v))
-            elif isinstance(p, T.Bits):
-                out.append(wrap_const(v, p))
-            else:
-                out.append(v)
-        return tuple(out)
-
-    return convert
-
-
-def _noaction_name(checked: CheckedProgram, pos: Any) -> A.Name:
-    sym = checked.scope.lookup("NoAction")
-    if sym is None:
-        raise CodegenError(pos, "NoAction is not declared (include core.p4)")
-    n = A.Name(pos, "NoAction")
-    n.sym = sym
-    return n
 
 
 def _no_log(msg: str, values: tuple[Any, ...]) -> None:
