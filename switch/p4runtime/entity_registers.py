@@ -1,0 +1,62 @@
+"""RegisterEntry (not in simple_switch_grpc; PI issue #376): read and modify register cells.
+
+Cells hold ``bit<W>``, ``int<W>``, ``bool`` or serializable-enum values, exchanged as P4Data
+(``bitstring`` canonical on the way out; padded or sign-extended accepted on the way in).
+An omitted index means every cell, for reads and for writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from p4.v1 import p4runtime_pb2
+
+from . import p4data
+from .entity_common import lookup, modify_only
+from .errors import P4RTError, invalid, out_of_range
+from .state import PipelineState
+
+
+def _indexes(msg: Any, size: int, owner: str) -> Any:
+    if not msg.HasField("index"):
+        return range(size)
+    idx = msg.index.index
+    if not 0 <= idx < size:
+        raise out_of_range(f"{owner}: index {idx} is out of range (size {size})")
+    return [idx]
+
+
+def write(state: PipelineState, update_type: int, msg: Any) -> None:
+    info = lookup(state.schema.registers, msg.register_id, "register")
+    modify_only(update_type, "register")
+    reg = state.pipeline.registers[info.name]
+    owner = f"register {info.name}"
+    if not msg.HasField("data"):
+        raise invalid(f"{owner}: no data given")
+    kind, width, signed = p4data.scalar_spec(info.type_spec, state.schema.type_info)
+    value = p4data.decode_scalar(msg.data, kind, width, signed, owner)
+    for i in _indexes(msg, reg.size, owner):
+        reg.cp_write(i, value)
+
+
+def read(state: PipelineState, msg: Any) -> Iterator[Any]:
+    if msg.register_id == 0:
+        if msg.HasField("index"):
+            raise invalid("a read of all registers (register id 0) takes no index")
+        infos = list(state.schema.registers.values())
+    else:
+        infos = [lookup(state.schema.registers, msg.register_id, "register")]
+    for info in infos:
+        reg = state.pipeline.registers[info.name]
+        try:
+            kind, width, signed = p4data.scalar_spec(info.type_spec, state.schema.type_info)
+        except P4RTError:
+            if msg.register_id == 0:
+                continue  # a wildcard read skips registers of types it cannot express
+            raise
+        for i in _indexes(msg, reg.size, f"register {info.name}"):
+            out = p4runtime_pb2.RegisterEntry(register_id=info.id)
+            out.index.index = i
+            out.data.CopyFrom(p4data.encode_scalar(reg.cp_read(i), kind, width, signed))
+            yield p4runtime_pb2.Entity(register_entry=out)
