@@ -52,6 +52,8 @@ class Device:
         self.state: PipelineState | None = None
         self.saved: PipelineState | None = None  # VERIFY_AND_SAVE, waiting for COMMIT
         self.stream_sink: StreamSink | None = None
+        self.trace = False  # log, per packet, the tables hit and actions run (DEBUG level)
+        self.aborted_packets = 0  # packets whose processing failed (logged, then dropped)
 
     # ------------------------------------------------------------------ pipeline
     @property
@@ -109,12 +111,17 @@ class Device:
             state = self.state
             if state is None:
                 return []
+            state.switch.trace = self.trace
             try:
                 outputs = state.switch.process(port, frame)
             except Exception:  # a false assert/assume (simple_switch would stop): drop
+                self.aborted_packets += 1
                 log.exception("packet from port %d aborted the pipeline; dropped", port)
                 state.switch.digests.clear()
                 return []
+            if self.trace:
+                for line in state.switch.last_trace:
+                    log.debug("port %d: %s", port, line)
             messages = self._controller_messages(state, outputs)
             sent = [(p, f) for p, f in outputs if p != self.cpu_port]
             transmit, sink = self.transmit, self.stream_sink

@@ -1,0 +1,190 @@
+"""``p4reduce-switch``: the embedded v1model switch as a process, like simple_switch_grpc.
+
+    p4reduce-switch [PROG.p4 | PROG.json | --no-p4] [-i N@IFACE] [-i N@udp:HOST:PORT]
+                    [--udp-listen HOST:PORT] [--grpc-server-addr ADDR] [--device-id D]
+                    [--cpu-port P] [--log-level LEVEL]
+
+Runs until SIGINT or SIGTERM, then stops the gRPC server, the data-plane thread and every
+port, and exits 0. Errors in the command line or the program: one line, exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from ..frontend.cli import _in_deep_thread
+from ..frontend.compiler import CompileOptions, compile_file
+from ..frontend.errors import CompileError
+from ..ports import DEFAULT_LISTEN, UdpPort, open_ports, parse_host_port, parse_port_spec
+from .dataplane import Dataplane
+
+PROG = "p4reduce-switch"
+log = logging.getLogger("p4reduce.switch")
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:
+        print(f"{PROG}: error: {message}", file=sys.stderr)
+        sys.exit(1)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _ArgumentParser(
+        prog=PROG,
+        description="The embedded v1model switch with a P4Runtime server (simple_switch_grpc's "
+        "conventions). Ports: -i N@IFACE (raw frames, root) or -i N@udp:HOST:PORT (the "
+        "loopback UDP adapter; docs/ports.md).",
+    )
+    p.add_argument(
+        "program", nargs="?", help="PROG.p4 (compiled here) or PROG.json (p4reduce-p4c -o)"
+    )
+    p.add_argument(
+        "--no-p4", action="store_true", help="start without a program; wait for one over P4Runtime"
+    )
+    p.add_argument(
+        "-i",
+        "--interface",
+        dest="ports",
+        action="append",
+        default=[],
+        metavar="N@IFACE",
+        help="bind switch port N to a Linux interface or to a UDP peer (N@udp:HOST:PORT)",
+    )
+    p.add_argument(
+        "-I",
+        dest="include_dirs",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="include directory when PROG.p4 is given",
+    )
+    p.add_argument(
+        "--udp-listen",
+        default=f"{DEFAULT_LISTEN[0]}:{DEFAULT_LISTEN[1]}",
+        metavar="HOST:PORT",
+        help="the UDP adapter's own address (default %(default)s)",
+    )
+    p.add_argument(
+        "--grpc-server-addr",
+        default="127.0.0.1:9559",
+        metavar="ADDR",
+        help="P4Runtime server address (default %(default)s)",
+    )
+    p.add_argument("--device-id", type=int, default=1, help="P4Runtime device id (default 1)")
+    p.add_argument(
+        "--cpu-port",
+        type=int,
+        default=None,
+        metavar="P",
+        help="port for packet-in/packet-out with the controller (1..510)",
+    )
+    p.add_argument(
+        "--log-level",
+        default="info",
+        choices=["trace", "debug", "info", "warn", "error", "off"],
+        help="trace: also log the tables hit and actions run for every packet",
+    )
+    return p
+
+
+def _configure_logging(level: str) -> bool:
+    levels = {
+        "trace": logging.DEBUG,
+        "debug": logging.DEBUG,
+        "info": logging.INFO,
+        "warn": logging.WARNING,
+        "error": logging.ERROR,
+        "off": logging.CRITICAL + 1,
+    }
+    logging.basicConfig(
+        level=levels[level],
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+        stream=sys.stderr,
+    )
+    return level == "trace"
+
+
+def _device_config(program: Path, include_dirs: list[Path]) -> bytes:
+    if program.suffix == ".json":
+        return program.read_bytes()
+    compiled = _in_deep_thread(
+        lambda: compile_file(program, CompileOptions(include_dirs=include_dirs))
+    )
+    return json.dumps(compiled.ir).encode()
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ..p4runtime import Device, P4RTError, P4RuntimeServer
+
+    args = _parser().parse_args(argv)
+    trace = _configure_logging(args.log_level)
+    if (args.program is None) == (not args.no_p4):
+        print(f"{PROG}: error: give a program (PROG.p4 or PROG.json) or --no-p4", file=sys.stderr)
+        return 1
+    try:
+        specs = [parse_port_spec(s) for s in args.ports]
+        listen = parse_host_port(args.udp_listen, what="--udp-listen", allow_port_zero=True)
+        device = Device(args.device_id, args.cpu_port)
+    except ValueError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 1
+    device.trace = trace
+    if args.program is not None:
+        path = Path(args.program)
+        try:
+            device.load(_device_config(path, [Path(d) for d in args.include_dirs] + [path.parent]))
+        except CompileError as e:
+            print(e.format(), file=sys.stderr)
+            return 1
+        except (OSError, P4RTError) as e:
+            print(f"{PROG}: error: {path}: {e}", file=sys.stderr)
+            return 1
+    try:
+        ports = open_ports(specs, listen)
+    except (OSError, ValueError) as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 1
+    dataplane = Dataplane(device, ports)
+    server = P4RuntimeServer(device, args.grpc_server_addr)
+    try:
+        bound = server.start()
+    except Exception as e:  # noqa: BLE001 - e.g. the address is in use: one line, exit 1
+        dataplane.stop()
+        print(
+            f"{PROG}: error: cannot serve P4Runtime on {args.grpc_server_addr}: {e}",
+            file=sys.stderr,
+        )
+        return 1
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
+    dataplane.start()
+    host = args.grpc_server_addr.rsplit(":", 1)[0]
+    log.info(
+        "%s: P4Runtime on %s:%d, device %d, ports %s%s",
+        PROG,
+        host,
+        bound,
+        args.device_id,
+        ", ".join(str(s) for s in specs) or "none",
+        f", program {args.program}" if args.program else ", waiting for a pipeline",
+    )
+    udp = next((p.adapter.listen for p in ports.values() if isinstance(p, UdpPort)), None)
+    udp_text = f", UDP adapter {udp[0]}:{udp[1]}" if udp else ""
+    # one line scripts and tests wait for: the real addresses when port 0 was asked for
+    print(f"{PROG}: ready (P4Runtime {host}:{bound}{udp_text})", flush=True)
+    done.wait()
+    log.info("%s: stopping", PROG)
+    server.stop(grace=1.0)
+    dataplane.stop()
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
