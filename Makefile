@@ -40,6 +40,7 @@ lint: install
 bench: install
 	$(PY) bench/frontend.py
 	$(PY) bench/interpreter.py
+	$(PY) bench/switch.py
 
 clean:
 	rm -rf build .pytest_cache

@@ -1,0 +1,227 @@
+"""Switch-process speed: packets/s through the loopback UDP adapter and P4Runtime writes/s.
+
+Everything runs in this process on 127.0.0.1 (the switch's data-plane thread, its UDP adapter
+and its gRPC server), with same-run baselines so the ratios compare across machines:
+
+- forwarding: the port-to-port program (tests/process/fwd.p4) relays datagrams from peer A
+  to peer B through the adapter, 32 in flight; baseline: a plain Python UDP relay thread
+  (recvfrom, sendto) measured the same way.
+- P4Runtime: table inserts with one update per Write RPC and in batches of 100; baseline: a
+  no-op RPC (Capabilities) on the same channel.
+
+    python bench/switch.py [--packets N] [--writes N] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import grpc
+from google.protobuf import text_format
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+from p4reduce.switch.frontend.cli import main as p4c_main
+from p4reduce.switch.interp.matches import Exact
+from p4reduce.switch.p4runtime import Device, P4RuntimeServer
+from p4reduce.switch.ports import UdpAdapter
+from p4reduce.switch.process.dataplane import Dataplane
+
+PROGRAM = Path(__file__).resolve().parents[1] / "tests" / "process" / "fwd.p4"
+WINDOW = 32
+
+
+def udp() -> socket.socket:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+    s.settimeout(5)
+    return s
+
+
+def relay_rate(a: socket.socket, b: socket.socket, target: tuple[str, int], n: int) -> float:
+    """Datagrams/s from a to b through ``target``, keeping WINDOW in flight."""
+    payload = b"x" * 64
+    sent = got = 0
+    t0 = time.perf_counter()
+    while got < n:
+        while sent < n and sent - got < WINDOW:
+            a.sendto(payload, target)
+            sent += 1
+        b.recvfrom(2048)
+        got += 1
+    return n / (time.perf_counter() - t0)
+
+
+def echo_baseline(n: int) -> float:
+    relay = udp()
+    a, b = udp(), udp()
+    stop = threading.Event()
+
+    def run() -> None:
+        relay.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                data, _ = relay.recvfrom(2048)
+            except TimeoutError:
+                continue
+            relay.sendto(data, b.getsockname())
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    try:
+        return relay_rate(a, b, relay.getsockname(), n)
+    finally:
+        stop.set()
+        t.join()
+        for s in (relay, a, b):
+            s.close()
+
+
+class Rig:
+    """An in-process switch: device, data plane over a UDP adapter, P4Runtime server."""
+
+    def __init__(self, tmp: Path) -> None:
+        info = tmp / "fwd.p4info.txtpb"
+        assert p4c_main([str(PROGRAM), "-o", str(tmp), "--p4runtime-files", str(info)]) == 0
+        self.info = text_format.Parse(info.read_text(), p4info_pb2.P4Info())
+        self.a, self.b = udp(), udp()
+        self.device = Device(1)
+        self.device.load_file(tmp / "fwd.json", info)
+        peers = {1: self.a.getsockname(), 2: self.b.getsockname()}
+        self.adapter = UdpAdapter(("127.0.0.1", 0), peers)
+        self.dataplane = Dataplane(self.device, dict(self.adapter.ports))
+        self.server = P4RuntimeServer(self.device, "127.0.0.1:0")
+        self.port = self.server.start()
+        self.dataplane.start()
+
+    def close(self) -> None:
+        self.server.stop(grace=1)
+        self.dataplane.stop()
+        self.a.close()
+        self.b.close()
+
+
+def table_ids(info: p4info_pb2.P4Info) -> tuple[int, int, int, int]:
+    t = next(t for t in info.tables if t.preamble.name == "I.fwd")
+    a = next(x for x in info.actions if x.preamble.name == "I.to_port")
+    return t.preamble.id, t.match_fields[0].id, a.preamble.id, a.params[0].id
+
+
+def update(
+    ids: tuple[int, int, int, int], key: int, port: int, kind: int = p4runtime_pb2.Update.INSERT
+) -> p4runtime_pb2.Update:
+    tid, fid, aid, pid = ids
+    u = p4runtime_pb2.Update(type=kind)
+    e = u.entity.table_entry
+    e.table_id = tid
+    m = e.match.add()
+    m.field_id = fid
+    m.exact.value = key.to_bytes(2, "big")
+    e.action.action.action_id = aid
+    p = e.action.action.params.add()
+    p.param_id = pid
+    p.value = bytes([port])
+    return u
+
+
+def p4runtime_rates(rig: Rig, n: int) -> dict[str, float]:
+    ids = table_ids(rig.info)
+    with grpc.insecure_channel(f"127.0.0.1:{rig.port}") as channel:
+        stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
+        done = threading.Event()
+
+        def requests() -> Iterator[p4runtime_pb2.StreamMessageRequest]:
+            r = p4runtime_pb2.StreamMessageRequest()
+            r.arbitration.device_id = 1
+            r.arbitration.election_id.low = 1
+            yield r
+            done.wait(300)
+
+        stream = stub.StreamChannel(requests())
+        next(stream)
+        try:
+
+            def write(updates: list[p4runtime_pb2.Update]) -> None:
+                req = p4runtime_pb2.WriteRequest(device_id=1, updates=updates)
+                req.election_id.low = 1
+                stub.Write(req, timeout=30)
+
+            def timed(fn: Callable[[], None], count: int) -> float:
+                t0 = time.perf_counter()
+                fn()
+                return count / (time.perf_counter() - t0)
+
+            noop = timed(
+                lambda: [stub.Capabilities(p4runtime_pb2.CapabilitiesRequest()) for _ in range(n)],
+                n,
+            )
+            # the key is 9 bits: alternate inserting and deleting keys 100..299
+            ins, dele = p4runtime_pb2.Update.INSERT, p4runtime_pb2.Update.DELETE
+            singles = [
+                update(ids, 100 + (k // 2) % 200, 2, ins if k % 2 == 0 else dele) for k in range(n)
+            ]
+            single = timed(lambda: [write([u]) for u in singles], n)
+            batches = []
+            for b in range(n // 100):
+                kind = ins if b % 2 == 0 else dele
+                batches.append([update(ids, 100 + k, 2, kind) for k in range(100)])
+            batched = timed(lambda: [write(b) for b in batches], len(batches) * 100)
+        finally:
+            done.set()
+            stream.cancel()
+    return {"noop_rpc_per_s": noop, "writes_single_per_s": single, "writes_batched_per_s": batched}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--packets", type=int, default=20000, help="datagrams per figure")
+    ap.add_argument("--writes", type=int, default=1000, help="table writes per figure (>= 100)")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = ap.parse_args(argv)
+    base = echo_baseline(args.packets)
+    with tempfile.TemporaryDirectory() as tmp:
+        rig = Rig(Path(tmp))
+        try:
+            with rig.device.lock:  # the forwarding entry 1 -> 2, set up directly
+                table = rig.device.switch.pipeline.tables["I.fwd"]
+                table.add_entry([Exact(1)], "I.to_port", [2])
+            pps = relay_rate(rig.a, rig.b, rig.adapter.listen, args.packets)
+            writes = p4runtime_rates(rig, max(100, args.writes))
+        finally:
+            rig.close()
+    results = {
+        "forwarding_pps": round(pps),
+        "udp_relay_baseline_pps": round(base),
+        "forwarding_ratio": round(pps / base, 4),
+        **{k: round(v) for k, v in writes.items()},
+        "writes_single_ratio": round(writes["writes_single_per_s"] / writes["noop_rpc_per_s"], 4),
+        "writes_batched_ratio": round(writes["writes_batched_per_s"] / writes["noop_rpc_per_s"], 4),
+    }
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return 0
+    print(
+        f"forwarding through the UDP adapter: {results['forwarding_pps']:>9,} packets/s "
+        f"(plain UDP relay {results['udp_relay_baseline_pps']:,}/s, ratio {results['forwarding_ratio']})"
+    )
+    print(
+        f"P4Runtime writes, one per RPC:      {results['writes_single_per_s']:>9,} /s "
+        f"(no-op RPC {results['noop_rpc_per_s']:,}/s, ratio {results['writes_single_ratio']})"
+    )
+    print(
+        f"P4Runtime writes, 100 per RPC:      {results['writes_batched_per_s']:>9,} /s "
+        f"(ratio to the no-op RPC {results['writes_batched_ratio']})"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
