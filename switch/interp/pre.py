@@ -53,6 +53,15 @@ class PacketReplicationEngine:
         for h in self.groups.pop(group):
             self.nodes[h].group = None
 
+    def drop_group(self, group: int) -> None:
+        """Remove a group made by ``set_group`` with the nodes it made (no error if absent)."""
+        for h in self.groups.pop(group, []):
+            node = self.nodes[h]
+            if node.owned:
+                del self.nodes[h]
+            else:
+                node.group = None
+
     def node_create(self, rid: int, ports: list[int]) -> int:
         handle = self._next_handle
         self._next_handle += 1
@@ -91,14 +100,25 @@ class PacketReplicationEngine:
             raise PreError(f"no multicast node with handle {handle}") from None
 
     # ------------------------------------------------------------------ multicast (P4Runtime style)
-    def set_group(self, group: int, replicas: list[tuple[int, int]]) -> None:
-        """Replace a group's members by (port, rid) replicas (creates the group if needed)."""
+    def set_group(
+        self, group: int, replicas: list[tuple[int, int]], internal: bool = False
+    ) -> None:
+        """Replace a group's members by (port, rid) replicas (creates the group if needed).
+
+        ``internal``: a group id above 65535, which no program can name, for the replicas of a
+        P4Runtime clone session (simple_switch_grpc builds those the same way).
+        """
+        if internal and group < 65536:
+            raise PreError(f"internal group id {group} must be above 65535")
         if group in self.groups:
             owned = [h for h in self.groups[group] if self.nodes[h].owned]
             self.mgrp_destroy(group)
             for handle in owned:  # nodes set_group made are its own: do not leak them
                 del self.nodes[handle]
-        self.mgrp_create(group)
+        if internal:
+            self.groups[group] = []
+        else:
+            self.mgrp_create(group)
         by_rid: dict[int, list[int]] = {}
         for port, rid in replicas:
             by_rid.setdefault(rid, []).append(port)

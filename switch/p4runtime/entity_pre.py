@@ -54,23 +54,12 @@ def _replicas(replicas: Any, owner: str) -> tuple[list[tuple[int, int]], list[An
 
 
 def _set_hidden_group(state: PipelineState, gid: int, pairs: list[tuple[int, int]]) -> None:
-    """(Re)build a multicast group outside the P4Runtime id range (PRE.set_group refuses it)."""
-    pre = state.switch.pre
-    _drop_hidden_group(state, gid)
-    pre.groups[gid] = []
-    by_rid: dict[int, list[int]] = {}
-    for port, rid in pairs:
-        by_rid.setdefault(rid, []).append(port)
-    for rid, ports in by_rid.items():
-        handle = pre.node_create(rid, ports)
-        pre.nodes[handle].owned = True
-        pre.node_associate(gid, handle)
+    """(Re)build the clone session's replicas as a group outside the P4Runtime id range."""
+    state.switch.pre.set_group(gid, pairs, internal=True)
 
 
 def _drop_hidden_group(state: PipelineState, gid: int) -> None:
-    pre = state.switch.pre
-    for handle in pre.groups.pop(gid, []):
-        pre.nodes.pop(handle, None)
+    state.switch.pre.drop_group(gid)
 
 
 def _write_multicast(state: PipelineState, update_type: int, msg: Any) -> None:

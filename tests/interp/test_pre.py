@@ -334,3 +334,14 @@ def test_clone_and_multicast_together(sw: V1Switch) -> None:
         (2, (2, 5, 2)),
         (8, (0, 1, 8)),
     ]
+
+
+def test_internal_groups_for_clone_sessions_live_above_the_p4_range(
+    pre: PacketReplicationEngine,
+) -> None:
+    with pytest.raises(PreError, match="must be above 65535"):
+        pre.set_group(7, [(1, 1)], internal=True)
+    pre.set_group(65536 + 5, [(1, 1), (2, 1)], internal=True)
+    assert pre.replicas(65536 + 5) == [(1, 1), (2, 1)]
+    pre.drop_group(65536 + 5)
+    assert pre.replicas(65536 + 5) == [] and pre.nodes == {}
