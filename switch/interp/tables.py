@@ -8,9 +8,10 @@ descending priorities so that the earlier one wins).
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .matches import Exact, Lpm, Match, Optional, Range, Ternary
@@ -96,8 +97,10 @@ class Table:
         self._seq = itertools.count()
         self._exact: dict[tuple[int, ...], TableEntry] = {}
         self._lpm: dict[int, dict[tuple[int, ...], TableEntry]] = {}
-        self._plens: list[int] = []
+        self._plens: list[int] = []  # prefix lengths present, longest first
+        self._lpm_masks: dict[int, int] = {}
         self._scan: list[TableEntry] = []
+        self._by_key: dict[tuple[tuple[Match, ...], int], TableEntry] = {}  # (matches, priority)
         self.default_entry = TableEntry((), "", (), 0)
         self.initial_default = (default_action, list(default_args))
         self.set_default(default_action, default_args, force=True)
@@ -214,10 +217,7 @@ class Table:
             self.bind_action(entry, action, args, default=False)
 
     def find(self, matches: tuple[Match, ...], priority: int) -> TableEntry | None:
-        for e in self.entries:
-            if e.matches == matches and e.priority == priority:
-                return e
-        return None
+        return self._by_key.get((matches, priority))
 
     def modify_entry(
         self,
@@ -243,7 +243,7 @@ class Table:
         if entry.is_const:
             raise TableError(f"{self.name}: const entries cannot be deleted")
         self.entries.remove(entry)
-        self.reindex()
+        self.unindex(entry)
 
     def clear(self) -> None:
         self.entries = [e for e in self.entries if e.is_const]
@@ -251,27 +251,37 @@ class Table:
 
     # ------------------------------------------------------------------ indexes
     def index(self, e: TableEntry) -> None:
+        self._by_key[(e.matches, e.priority)] = e
         if self.mode == "exact":
-            self._exact.setdefault(tuple(m.value for m in e.matches), e)
+            self._exact[tuple(m.value for m in e.matches)] = e
         elif self.mode == "lpm":
-            lpm = e.matches[self.lpm_index]
-            assert isinstance(lpm, Lpm)
-            key = tuple(
-                m.value if i != self.lpm_index else lpm.value for i, m in enumerate(e.matches)
-            )
-            bucket = self._lpm.setdefault(lpm.prefix_len, {})
-            bucket.setdefault(key, e)
-            self._plens = sorted(self._lpm, reverse=True)
-            self._lpm_masks = {
-                p: _prefix_mask(self.keys[self.lpm_index].width, p) for p in self._plens
-            }
+            plen = e.matches[self.lpm_index].prefix_len  # type: ignore[union-attr]
+            if plen not in self._lpm:  # a new prefix length: the lookup order changes
+                self._lpm[plen] = {}
+                self._plens = sorted(self._lpm, reverse=True)
+                self._lpm_masks[plen] = _prefix_mask(self.keys[self.lpm_index].width, plen)
+            self._lpm[plen][tuple(m.value for m in e.matches)] = e
         else:
             e.checks = tuple(self.compile_checks(e))
-            self._scan.append(e)
-            self._scan.sort(key=lambda x: (-x.priority, x.seq))
+            bisect.insort(self._scan, e, key=_scan_order)
+
+    def unindex(self, e: TableEntry) -> None:
+        del self._by_key[(e.matches, e.priority)]
+        if self.mode == "exact":
+            del self._exact[tuple(m.value for m in e.matches)]
+        elif self.mode == "lpm":
+            plen = e.matches[self.lpm_index].prefix_len  # type: ignore[union-attr]
+            bucket = self._lpm[plen]
+            del bucket[tuple(m.value for m in e.matches)]
+            if not bucket:
+                del self._lpm[plen]
+                self._plens.remove(plen)
+        else:
+            self._scan.remove(e)
 
     def reindex(self) -> None:
         self._exact, self._lpm, self._plens, self._scan = {}, {}, [], []
+        self._by_key, self._lpm_masks = {}, {}
         for e in self.entries:
             self.index(e)
 
@@ -348,6 +358,10 @@ class Table:
         return entry.result
 
 
+def _scan_order(e: TableEntry) -> tuple[int, int]:
+    return (-e.priority, e.seq)  # highest priority first, then the earlier entry
+
+
 def _prefix_mask(width: int, plen: int) -> int:
     return ((1 << plen) - 1) << (width - plen)
 
@@ -367,6 +381,3 @@ def matches_for_wildcard(keys: list[KeySpec]) -> list[Match]:
         else:
             out.append(Optional(None))
     return out
-
-
-__all__ = ["Table", "TableEntry", "TableError", "KeySpec", "ActionSpec", "field"]
