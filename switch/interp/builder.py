@@ -23,7 +23,7 @@ from .emit import Emitter
 from .exprs import CodegenError, ConstBinding, ExprGen, Ref, bits_of
 from .externcalls import ExternCallGen
 from .externs import ActionProfile, Counter, DirectMeterFactory, Meter, Register, ValueSet
-from .layout import HeaderL, Layout, PyLocal, StackL, Storage, StructL
+from .layout import HeaderL, Layout, PyLocal, Storage, StructL, is_aggregate
 from .names import safe_identifier as _safe
 from .parsergen import ParserGen
 from .runtime import CloneRequest, ExitPipeline, P4RuntimeFault, ParserError, PreserveRequest
@@ -411,7 +411,7 @@ class ProgramBuilder(ExprGen, StmtGen, ExternCallGen, ParserGen, TableGen):
         with self.function_scope(fenv, cp_name):
             for p in decl.params:
                 pt = self.ty(p.type)
-                if p.direction in ("", "in") and not _agg(pt):
+                if p.direction in ("", "in") and not is_aggregate(pt):
                     lay: Layout = PyLocal(f"p_{_safe(p.name)}", pt)
                     pynames.append(lay.name)
                 else:
@@ -555,10 +555,6 @@ def _member(e: A.Expr | None) -> str:
     return ""
 
 
-def _agg(t: T.Type) -> bool:
-    return isinstance(T.strip_newtype(t), (T.StructT, T.StackT, T.TupleT))
-
-
 def _no_log(msg: str, values: tuple[Any, ...]) -> None:
     pass
 
@@ -571,6 +567,3 @@ def build_pipeline(
     checked: CheckedProgram, name: str, rng: random.Random | None = None
 ) -> Pipeline:
     return ProgramBuilder(checked, name, rng).build()
-
-
-__all__ = ["build_pipeline", "Pipeline", "ProgramBuilder", "StackL"]

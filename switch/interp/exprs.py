@@ -20,7 +20,18 @@ from typing import Any
 from ..frontend import ast as A
 from ..frontend import types as T
 from ..frontend.checker import Checker, TypeValue
-from .layout import HeaderL, Layout, PyLocal, Scalar, StackL, StructL, TupleL, UnionL, leaf_types
+from .layout import (
+    HeaderL,
+    Layout,
+    PyLocal,
+    Scalar,
+    StackL,
+    StructL,
+    TupleL,
+    UnionL,
+    is_aggregate,
+    leaf_types,
+)
 
 CONSTANT = re.compile(r"^(?:-?\d+|True|False|_[a-z]+\d+)$")  # literals and temporaries
 SIMPLE = re.compile(r"^(?:[A-Za-z_][A-Za-z_0-9]*|S\[\d+\]|-?\d+|True|False)$")
@@ -282,7 +293,7 @@ class ExprGen:
 
     def value_as(self, e: A.Expr, t: T.Type) -> list[str]:
         """Leaves of ``e`` when stored into a place of type ``t``."""
-        if _is_agg(self.ty(t)):
+        if is_aggregate(self.ty(t)):
             return self.agg(e, t)
         return [self.val(e)]
 
@@ -495,7 +506,7 @@ class ExprGen:
                 return tmp
             return f"({a} {'and' if op == '&&' else 'or'} {b})"
         lt = self.ty(e.left.type)
-        if op in ("==", "!=") and _is_agg(lt):
+        if op in ("==", "!=") and is_aggregate(lt):
             a, b = self.in_order([lambda: self.agg(e.left), lambda: self.agg(e.right, lt)])
             eq = self.agg_eq(a, b, lt)
             return eq if op == "==" else f"(not {eq})"
@@ -559,7 +570,3 @@ class ConstBinding:
     value: Any  # folded int/bool/member name, or None when only ``expr`` says it
     type: T.Type
     expr: A.Expr | None = None
-
-
-def _is_agg(t: T.Type) -> bool:
-    return isinstance(T.strip_newtype(t), (T.StructT, T.StackT, T.TupleT))

@@ -11,8 +11,8 @@ from typing import Any
 
 from ..frontend import ast as A
 from ..frontend import types as T
-from .exprs import CodegenError, Ref, _is_agg, bits_of, mask, wrap_code
-from .layout import HeaderL, Layout, Scalar, StackL, StructL, UnionL, leaf_types
+from .exprs import CodegenError, Ref, bits_of, mask, wrap_code
+from .layout import HeaderL, Scalar, StackL, StructL, UnionL, is_aggregate, leaf_types
 
 CLONE_TYPES = {"I2E": 0, "E2E": 1}
 
@@ -146,7 +146,7 @@ class ExternCallGen:
         em.line(
             f"{v} = int.from_bytes(P.data[P.pos:P.pos + {nbytes}], 'big') >> {nbytes * 8 - width}"
         )
-        if not _is_agg(t):
+        if not is_aggregate(t):
             return self.from_bits(v, t)
         leaves: list[str] = []
         shift = width
@@ -525,6 +525,3 @@ def _through_next(e: A.Expr) -> bool:
 
 def _varbit(t: T.Type) -> bool:
     return isinstance(T.strip_newtype(t), T.Varbit)
-
-
-__all__ = ["ExternCallGen", "Layout"]

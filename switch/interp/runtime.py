@@ -6,7 +6,7 @@ The generated Python code of a program raises these exceptions and reads and wri
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -81,10 +81,3 @@ class PacketContext:
         self.trace: list[str] | None = None  # per-packet log of tables and actions, when asked
         self.color = 0  # the colour of the direct meter of the entry just hit
         self.length = len(data)  # BMv2's packet-length register (setValid/setInvalid adjust it)
-
-
-@dataclass
-class Digest:
-    name: str
-    values: tuple[Any, ...]
-    fields: list[str] = field(default_factory=list)

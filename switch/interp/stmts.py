@@ -12,8 +12,8 @@ from typing import Any
 
 from ..frontend import ast as A
 from ..frontend import types as T
-from .exprs import CodegenError, ConstBinding, Ref, _is_agg, bits_of, mask, wrap_code
-from .layout import HeaderL, Layout, PyLocal, StackL, StructL, UnionL, leaf_types
+from .exprs import CodegenError, ConstBinding, Ref, mask, wrap_code
+from .layout import HeaderL, Layout, PyLocal, StackL, StructL, UnionL, is_aggregate
 
 
 @dataclass
@@ -55,7 +55,7 @@ class StmtGen:
             self.em.line("return")
             return
         t = self.return_type
-        if _is_agg(t):
+        if is_aggregate(t):
             self.em.line(f"return ({', '.join(self.agg(s.value, t))},)")
         else:
             self.em.line(f"return {self.val(s.value)}")
@@ -215,7 +215,7 @@ class StmtGen:
         self.em.line(f"{target} = {wrap_code(code, t)}")
 
     def store(self, ref: Ref, t: T.Type, rhs: A.Expr) -> None:
-        if _is_agg(t):
+        if is_aggregate(t):
             vals = self.agg(rhs, t)
             self.store_leaves(ref, vals)
         else:
@@ -434,6 +434,3 @@ def headers_in(lay: Layout) -> list[HeaderL]:
     if isinstance(lay, StackL):
         return [h for el in lay.elems for h in headers_in(el)]
     return []
-
-
-__all__ = ["StmtGen", "CallableInfo", "headers_in", "bits_of", "leaf_types"]

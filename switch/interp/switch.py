@@ -18,7 +18,7 @@ from typing import Any
 
 from .builder import Pipeline
 from .pre import PacketReplicationEngine
-from .runtime import ExitPipeline, PacketContext, ParserError, PreserveRequest
+from .runtime import ExitPipeline, PacketContext, ParserError
 
 log = logging.getLogger("p4reduce.switch")
 
@@ -295,6 +295,3 @@ class V1Switch:
         if P.trace is not None:
             P.trace.append(f"sent on port {job.port} ({len(packet)} bytes)")
         out.append((job.port, packet))
-
-
-__all__ = ["V1Switch", "PreserveRequest"]
