@@ -52,7 +52,7 @@ class Device:
         self.state: PipelineState | None = None
         self.saved: PipelineState | None = None  # VERIFY_AND_SAVE, waiting for COMMIT
         self.stream_sink: StreamSink | None = None
-        self.trace = False  # log, per packet, the tables hit and actions run (DEBUG level)
+        self._trace = False
         self.aborted_packets = 0  # packets whose processing failed (logged, then dropped)
 
     # ------------------------------------------------------------------ pipeline
@@ -71,9 +71,22 @@ class Device:
         state = self.state
         return state.cookie if state is not None else None
 
+    @property
+    def trace(self) -> bool:
+        """Log, per packet, the tables hit and actions run (DEBUG level)."""
+        return self._trace
+
+    @trace.setter
+    def trace(self, on: bool) -> None:
+        with self.lock:
+            self._trace = on
+            if self.state is not None:
+                self.state.switch.trace = on
+
     def install(self, state: PipelineState) -> None:
         """Make ``state`` the running pipeline (the old one and its state are dropped)."""
         with self.lock:
+            state.switch.trace = self._trace
             self.state = state
 
     def load(
@@ -111,7 +124,6 @@ class Device:
             state = self.state
             if state is None:
                 return []
-            state.switch.trace = self.trace
             try:
                 outputs = state.switch.process(port, frame)
             except Exception:  # a false assert/assume (simple_switch would stop): drop
@@ -119,7 +131,7 @@ class Device:
                 log.exception("packet from port %d aborted the pipeline; dropped", port)
                 state.switch.digests.clear()
                 return []
-            if self.trace:
+            if self._trace:
                 for line in state.switch.last_trace:
                     log.debug("port %d: %s", port, line)
             messages = self._controller_messages(state, outputs)

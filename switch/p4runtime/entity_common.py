@@ -7,7 +7,7 @@ from typing import Any
 from p4.v1 import p4runtime_pb2
 
 from . import bytestrings
-from .errors import invalid, not_found
+from .errors import invalid, not_found, out_of_range
 from .schema import SCOPE, ActionInfo
 
 INSERT = p4runtime_pb2.Update.INSERT
@@ -73,3 +73,22 @@ def encode_action(schema: Any, name: str, args: tuple[int, ...] | list[int], out
         p.param_id = pinfo.id
         p.value = bytestrings.encode(v)
     return True
+
+
+def indexes(msg: Any, size: int, owner: str) -> Any:
+    """The cells an indexed-extern entry names: its index, or all of them when it has none."""
+    if not msg.HasField("index"):
+        return range(size)
+    idx = msg.index.index
+    if not 0 <= idx < size:
+        raise out_of_range(f"{owner}: index {idx} is out of range (size {size})")
+    return [idx]
+
+
+def read_targets(objects: dict[int, Any], obj_id: int, what: str, msg: Any) -> list[Any]:
+    """The objects a read names: id 0 is all of them (and then no index may be given)."""
+    if obj_id == 0:
+        if msg.HasField("index"):
+            raise invalid(f"a read of all {what}s ({what} id 0) takes no index")
+        return list(objects.values())
+    return [lookup(objects, obj_id, what)]

@@ -8,8 +8,8 @@ from typing import Any
 from p4.v1 import p4runtime_pb2
 
 from . import entity_tables
-from .entity_common import lookup, modify_only
-from .errors import invalid, out_of_range
+from .entity_common import indexes, lookup, modify_only, read_targets
+from .errors import invalid
 from .schema import COUNTER_UNIT
 from .state import PipelineState
 
@@ -31,35 +31,21 @@ def _values(msg: Any, owner: str) -> tuple[int, int]:
     return msg.data.packet_count, msg.data.byte_count
 
 
-def _indexes(msg: Any, size: int, owner: str) -> Any:
-    if not msg.HasField("index"):
-        return range(size)
-    idx = msg.index.index
-    if not 0 <= idx < size:
-        raise out_of_range(f"{owner}: index {idx} is out of range (size {size})")
-    return [idx]
-
-
 def write(state: PipelineState, update_type: int, msg: Any) -> None:
     info = lookup(state.schema.counters, msg.counter_id, "counter")
     modify_only(update_type, "counter")
     counter = state.pipeline.counters[info.name]
     owner = f"counter {info.name}"
     packets, nbytes = _values(msg, owner)
-    for i in _indexes(msg, counter.size, owner):
+    for i in indexes(msg, counter.size, owner):
         counter.cp_write(i, packets, nbytes)
 
 
 def read(state: PipelineState, msg: Any) -> Iterator[Any]:
-    if msg.counter_id == 0:
-        if msg.HasField("index"):
-            raise invalid("a read of all counters (counter id 0) takes no index")
-        infos = list(state.schema.counters.values())
-    else:
-        infos = [lookup(state.schema.counters, msg.counter_id, "counter")]
+    infos = read_targets(state.schema.counters, msg.counter_id, "counter", msg)
     for info in infos:
         counter = state.pipeline.counters[info.name]
-        for i in _indexes(msg, counter.size, f"counter {info.name}"):
+        for i in indexes(msg, counter.size, f"counter {info.name}"):
             out = p4runtime_pb2.CounterEntry(counter_id=info.id)
             out.index.index = i
             out.data.CopyFrom(_data(info.unit, counter.packets[i], counter.bytes[i]))

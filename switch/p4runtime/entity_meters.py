@@ -15,8 +15,8 @@ from typing import Any
 from p4.v1 import p4runtime_pb2
 
 from . import entity_tables
-from .entity_common import lookup, modify_only
-from .errors import invalid, out_of_range
+from .entity_common import indexes, lookup, modify_only, read_targets
+from .errors import invalid
 from .state import PipelineState
 
 
@@ -44,43 +44,21 @@ def write(state: PipelineState, update_type: int, msg: Any) -> None:
     info = lookup(state.schema.meters, msg.meter_id, "meter")
     modify_only(update_type, "meter")
     meter = state.pipeline.meters[info.name]
-    if msg.HasField("index"):
-        idx = msg.index.index
-        if not 0 <= idx < meter.size:
-            raise out_of_range(
-                f"meter {info.name}: index {idx} is out of range (size {meter.size})"
-            )
-        indexes = [idx]
-    else:
-        indexes = list(range(meter.size))
+    cells = indexes(msg, meter.size, f"meter {info.name}")
     if msg.HasField("config"):
         rates = decode_config(msg.config, f"meter {info.name}")
-        for i in indexes:
+        for i in cells:
             meter.array[i].set_rates(rates)
     else:
-        for i in indexes:
+        for i in cells:
             meter.array[i].reset()
 
 
 def read(state: PipelineState, msg: Any) -> Iterator[Any]:
-    if msg.meter_id == 0:
-        infos = list(state.schema.meters.values())
-        if msg.HasField("index"):
-            raise invalid("a read of all meters (meter id 0) takes no index")
-    else:
-        infos = [lookup(state.schema.meters, msg.meter_id, "meter")]
+    infos = read_targets(state.schema.meters, msg.meter_id, "meter", msg)
     for info in infos:
         meter = state.pipeline.meters[info.name]
-        if msg.HasField("index"):
-            idx = msg.index.index
-            if not 0 <= idx < meter.size:
-                raise out_of_range(
-                    f"meter {info.name}: index {idx} is out of range (size {meter.size})"
-                )
-            indexes: Any = [idx]
-        else:
-            indexes = range(meter.size)
-        for i in indexes:
+        for i in indexes(msg, meter.size, f"meter {info.name}"):
             out = p4runtime_pb2.MeterEntry(meter_id=info.id)
             out.index.index = i
             config = encode_config(meter.array[i].get_rates())

@@ -139,24 +139,14 @@ def write(state: PipelineState, update_type: int, msg: Any) -> None:
 def read(state: PipelineState, msg: Any) -> Iterator[Any]:
     which = msg.WhichOneof("type")
     if which == "multicast_group_entry":
-        gid = msg.multicast_group_entry.multicast_group_id
-        if gid == 0:
-            groups = [state.multicast_groups[g] for g in sorted(state.multicast_groups)]
-        else:
-            groups = [state.multicast_groups[gid]] if gid in state.multicast_groups else []
-        for g in groups:
-            e = p4runtime_pb2.Entity()
-            e.packet_replication_engine_entry.multicast_group_entry.CopyFrom(g)
-            yield e
+        stored, key = state.multicast_groups, msg.multicast_group_entry.multicast_group_id
     elif which == "clone_session_entry":
-        sid = msg.clone_session_entry.session_id
-        if sid == 0:
-            sessions = [state.clone_sessions[s] for s in sorted(state.clone_sessions)]
-        else:
-            sessions = [state.clone_sessions[sid]] if sid in state.clone_sessions else []
-        for s in sessions:
-            e = p4runtime_pb2.Entity()
-            e.packet_replication_engine_entry.clone_session_entry.CopyFrom(s)
-            yield e
+        stored, key = state.clone_sessions, msg.clone_session_entry.session_id
     else:
         raise invalid("empty packet replication engine entry")
+    # id 0 reads them all; an id that does not exist reads nothing
+    keys = sorted(stored) if key == 0 else [key] if key in stored else []
+    for k in keys:
+        e = p4runtime_pb2.Entity()
+        getattr(e.packet_replication_engine_entry, which).CopyFrom(stored[k])
+        yield e

@@ -13,18 +13,9 @@ from typing import Any
 from p4.v1 import p4runtime_pb2
 
 from . import p4data
-from .entity_common import lookup, modify_only
-from .errors import P4RTError, invalid, out_of_range
+from .entity_common import indexes, lookup, modify_only, read_targets
+from .errors import P4RTError, invalid
 from .state import PipelineState
-
-
-def _indexes(msg: Any, size: int, owner: str) -> Any:
-    if not msg.HasField("index"):
-        return range(size)
-    idx = msg.index.index
-    if not 0 <= idx < size:
-        raise out_of_range(f"{owner}: index {idx} is out of range (size {size})")
-    return [idx]
 
 
 def write(state: PipelineState, update_type: int, msg: Any) -> None:
@@ -36,17 +27,12 @@ def write(state: PipelineState, update_type: int, msg: Any) -> None:
         raise invalid(f"{owner}: no data given")
     kind, width, signed = p4data.scalar_spec(info.type_spec, state.schema.type_info)
     value = p4data.decode_scalar(msg.data, kind, width, signed, owner)
-    for i in _indexes(msg, reg.size, owner):
+    for i in indexes(msg, reg.size, owner):
         reg.cp_write(i, value)
 
 
 def read(state: PipelineState, msg: Any) -> Iterator[Any]:
-    if msg.register_id == 0:
-        if msg.HasField("index"):
-            raise invalid("a read of all registers (register id 0) takes no index")
-        infos = list(state.schema.registers.values())
-    else:
-        infos = [lookup(state.schema.registers, msg.register_id, "register")]
+    infos = read_targets(state.schema.registers, msg.register_id, "register", msg)
     for info in infos:
         reg = state.pipeline.registers[info.name]
         try:
@@ -55,7 +41,7 @@ def read(state: PipelineState, msg: Any) -> Iterator[Any]:
             if msg.register_id == 0:
                 continue  # a wildcard read skips registers of types it cannot express
             raise
-        for i in _indexes(msg, reg.size, f"register {info.name}"):
+        for i in indexes(msg, reg.size, f"register {info.name}"):
             out = p4runtime_pb2.RegisterEntry(register_id=info.id)
             out.index.index = i
             out.data.CopyFrom(p4data.encode_scalar(reg.cp_read(i), kind, width, signed))
