@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         _print_error(f"{PROG}: error: {problem}")
         return 1
     try:
-        return _in_deep_thread(lambda: _execute(args, outputs))
+        return in_deep_thread(lambda: _execute(args, outputs))
     except KeyboardInterrupt:
         _print_error(f"{PROG}: error: interrupted")
         return 130
@@ -100,7 +100,7 @@ def run_compile(path: Path | str, options: CompileOptions) -> CompiledProgram:
     """
     from .compiler import compile_file
 
-    return _in_deep_thread(lambda: compile_file(Path(path), options))
+    return in_deep_thread(lambda: compile_file(Path(path), options))
 
 
 # ------------------------------------------------------------------ command line
@@ -360,7 +360,7 @@ def _high_recursion_limit() -> Iterator[None]:
                 sys.setrecursionlimit(_saved_limit)
 
 
-def _in_deep_thread(work: Callable[[], T]) -> T:
+def in_deep_thread(work: Callable[[], T]) -> T:
     """Run ``work`` on a fresh thread with a STACK_BYTES stack; return or raise its result."""
     outcome: dict[str, Any] = {}
 

@@ -18,7 +18,8 @@ import sys
 import threading
 from pathlib import Path
 
-from ..frontend.cli import _in_deep_thread
+from ..cli_common import OneLineArgumentParser
+from ..frontend.cli import in_deep_thread
 from ..frontend.compiler import CompileOptions, compile_file
 from ..frontend.errors import CompileError
 from ..ports import DEFAULT_LISTEN, UdpPort, open_ports, parse_host_port, parse_port_spec
@@ -28,14 +29,8 @@ PROG = "p4reduce-switch"
 log = logging.getLogger("p4reduce.switch")
 
 
-class _ArgumentParser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:
-        print(f"{PROG}: error: {message}", file=sys.stderr)
-        sys.exit(1)
-
-
 def _parser() -> argparse.ArgumentParser:
-    p = _ArgumentParser(
+    p = OneLineArgumentParser(
         prog=PROG,
         description="The embedded v1model switch with a P4Runtime server (simple_switch_grpc's "
         "conventions). Ports: -i N@IFACE (raw frames, root) or -i N@udp:HOST:PORT (the "
@@ -113,7 +108,7 @@ def _configure_logging(level: str) -> bool:
 def _device_config(program: Path, include_dirs: list[Path]) -> bytes:
     if program.suffix == ".json":
         return program.read_bytes()
-    compiled = _in_deep_thread(
+    compiled = in_deep_thread(
         lambda: compile_file(program, CompileOptions(include_dirs=include_dirs))
     )
     return json.dumps(compiled.ir).encode()

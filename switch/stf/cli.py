@@ -14,7 +14,8 @@ import json
 import sys
 from pathlib import Path
 
-from ..frontend.cli import _in_deep_thread
+from ..cli_common import OneLineArgumentParser
+from ..frontend.cli import in_deep_thread
 from ..frontend.compiler import CompileOptions, compile_file
 from ..frontend.errors import CompileError
 from ..interp.builder import Pipeline, build_pipeline
@@ -25,14 +26,9 @@ from .runner import StfRunError, StfRunner
 PROG = "p4reduce-stf"
 
 
-class _ArgumentParser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line and exit 2, like every other bad input
-        print(f"{PROG}: error: {message}", file=sys.stderr)
-        sys.exit(2)
-
-
 def _parser() -> argparse.ArgumentParser:
-    p = _ArgumentParser(
+    p = OneLineArgumentParser(
+        exit_status=2,
         prog=PROG,
         description="Run a BMv2 STF test (p4c's dialect) on p4reduce's embedded v1model switch.",
         epilog="Exit status: 0 pass, 1 fail (or a runtime fault of the program), 2 bad input.",
@@ -105,7 +101,7 @@ def _main(argv: list[str] | None) -> int:
         print(f"{PROG}: error: {stf}: {e}", file=sys.stderr)
         return 2
     try:
-        pipeline = _in_deep_thread(lambda: _build(program, options))
+        pipeline = in_deep_thread(lambda: _build(program, options))
     except CompileError as e:
         print(e.format(), file=sys.stderr)
         return 2

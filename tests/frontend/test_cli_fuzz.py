@@ -244,7 +244,7 @@ def test_deep_thread_survives_deep_recursion() -> None:
         return 0 if n == 0 else 1 + depth(n - 1)
 
     limit = sys.getrecursionlimit()
-    assert cli._in_deep_thread(lambda: depth(200_000)) == 200_000
+    assert cli.in_deep_thread(lambda: depth(200_000)) == 200_000
     assert sys.getrecursionlimit() == limit  # the main thread keeps its ordinary guard
 
 
@@ -253,7 +253,7 @@ def test_deep_thread_passes_exceptions_back() -> None:
         raise CompileError(None, "boom")
 
     with pytest.raises(CompileError, match="boom"):
-        cli._in_deep_thread(fail)
+        cli.in_deep_thread(fail)
 
 
 # ------------------------------------------------------------------ plain command-line tests
