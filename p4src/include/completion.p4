@@ -1,0 +1,28 @@
+/* Completion count per (slot, set): the first contribution starts it at 1, every other new
+ * contribution adds 1, a duplicate only reads it. The slot is complete when the count equals
+ * the job's worker count. Bit 7 remembers whether any contribution carried a payload, so a
+ * block that is zero on every worker comes back header-only. */
+#ifndef P4REDUCE_COMPLETION_P4
+#define P4REDUCE_COMPLETION_P4
+
+#include "headers.p4"
+
+control Completion(in headers_t hdr, inout metadata_t meta) {
+    register<bit<8>>(POOL_CELLS) counts;
+
+    apply {
+        bit<8> c;
+        counts.read(c, meta.cell);
+        bit<8> data_bit = (hdr.agg.flags & FLAG_NO_PAYLOAD) == 0 ? COUNT_HAS_DATA : 8w0;
+        if (meta.first == 1) {
+            c = data_bit | 8w1;
+        } else if (meta.dup == 0) {
+            c = (c | data_bit) + 8w1;
+        }
+        counts.write(meta.cell, c);
+        meta.complete = (c & COUNT_MASK) == meta.n_workers ? 1w1 : 1w0;
+        meta.has_data = (c & COUNT_HAS_DATA) != 0 ? 1w1 : 1w0;
+    }
+}
+
+#endif
