@@ -41,6 +41,7 @@ bench: install
 	$(PY) bench/frontend.py
 	$(PY) bench/interpreter.py
 	$(PY) bench/switch.py
+	$(PY) bench/dataplane.py
 
 clean:
 	rm -rf build .pytest_cache

@@ -42,6 +42,22 @@ class BlockB:
 
 
 @dataclass
+class DeferredBlockB:
+    """A sub-control instance applied exactly once, generated at its apply call.
+
+    Generated there, its ``in``/``inout`` parameters can be bound to the caller's own storage
+    (no copy-in/copy-out; see ``ProgramBuilder.apply_deferred``)."""
+
+    instance: Any  # the instance declaration
+    decl: Any  # the control's declaration
+    prefix: str
+    tbind: dict[str, Any]
+    ctor_args: list[Any]
+    env: Any  # the declaring scope (Env)
+    outer: Any  # the scope its constructor arguments are evaluated in (Env)
+
+
+@dataclass
 class ValueSetB:
     name: str
     obj: ValueSet

@@ -16,14 +16,23 @@ from typing import Any
 from ..frontend import ast as A
 from ..frontend import types as T
 from ..frontend.checker import CheckedProgram, Checker
-from ..frontend.cpbuild import qualify
+from ..frontend.cpbuild import iter_nodes, qualify
 from . import hashes
-from .bindings import BlockB, DirectCounterB, Env, ExternB, PacketB, TableB, ValueSetB
+from .bindings import (
+    BlockB,
+    DeferredBlockB,
+    DirectCounterB,
+    Env,
+    ExternB,
+    PacketB,
+    TableB,
+    ValueSetB,
+)
 from .emit import Emitter
 from .exprs import CodegenError, ConstBinding, ExprGen, Ref, bits_of
 from .externcalls import ExternCallGen
 from .externs import ActionProfile, Counter, DirectMeterFactory, Meter, Register, ValueSet
-from .layout import HeaderL, Layout, PyLocal, Storage, StructL, is_aggregate
+from .layout import HeaderL, Layout, PyLocal, Scalar, Storage, StructL, is_aggregate
 from .names import safe_identifier as _safe
 from .parsergen import ParserGen
 from .runtime import CloneRequest, ExitPipeline, P4RuntimeFault, ParserError, PreserveRequest
@@ -69,6 +78,7 @@ class ProgramBuilder(ExprGen, StmtGen, ExternCallGen, ParserGen, TableGen):
         self.global_env = Env()
         self.env = self.global_env
         self.tbind: dict[str, T.Type] = {}
+        self.applied_once: set[str] = set()  # instances the control being built applies once
         self.prefix = ""
         self.return_type: T.Type | None = None
         self.sources: list[str] = []
@@ -278,12 +288,21 @@ class ProgramBuilder(ExprGen, StmtGen, ExternCallGen, ParserGen, TableGen):
             fn = self.fresh("c" if isinstance(decl, A.ControlDecl) else "p", decl.name)
             info = BlockB(fn, decl, params, prefix)
             prologue = Emitter(self.counter)
-            for local in decl.locals:
-                self.local_decl(local, env, prefix, prologue)
+            saved_once = self.applied_once
+            self.applied_once = _applied_once(decl) if isinstance(decl, A.ControlDecl) else set()
+            try:
+                for local in decl.locals:
+                    self.local_decl(local, env, prefix, prologue)
+            finally:
+                self.applied_once = saved_once
             if isinstance(decl, A.ControlDecl):
                 self.gen_control(decl, fn, prologue)
             else:
                 self.gen_parser(decl, fn, prologue)
+            # an instance whose one apply was never generated still needs its tables and externs
+            for local in decl.locals:
+                if isinstance(env.map.get(id(local)), DeferredBlockB):
+                    self.resolve_deferred(env.map[id(local)], None)
         return info
 
     def bind_ctor_args(self, decl: Any, args: list[A.Argument], env: Env, outer: Env) -> None:
@@ -327,6 +346,12 @@ class ProgramBuilder(ExprGen, StmtGen, ExternCallGen, ParserGen, TableGen):
             if isinstance(t, T.ExternT):
                 env.bind(d, self.make_extern(d, t, qualify(prefix, d)))
             elif isinstance(t, T.BlockT):
+                if isinstance(t.decl, A.ControlDecl) and d.name in self.applied_once:
+                    pending = DeferredBlockB(
+                        d, t.decl, qualify(prefix, d), dict(t.args), d.args, env, env
+                    )
+                    env.bind(d, pending)
+                    return
                 sub = self.instantiate(t.decl, qualify(prefix, d), dict(t.args), None, d.args, env)
                 env.bind(d, sub)
         elif isinstance(d, A.ActionDecl):
@@ -490,10 +515,67 @@ class ProgramBuilder(ExprGen, StmtGen, ExternCallGen, ParserGen, TableGen):
                     )
                 self.call_block(b, e)
                 return
+            if isinstance(b, DeferredBlockB):
+                b = self.resolve_deferred(b, e)
             if isinstance(b, BlockB):
                 self.call_block(b, e)
                 return
         raise CodegenError(e.pos, "unsupported apply")
+
+    def resolve_deferred(self, b: DeferredBlockB, call: A.Call | None) -> BlockB:
+        """Generate a once-applied sub-control, its parameters aliased to the call's arguments.
+
+        Copy-in/copy-out is unobservable when each ``in``/``inout`` argument is a fixed place
+        of the same type and no two arguments overlap: the callee reaches the caller's storage
+        only through its parameters, and on ``exit`` the writes it made are what copy-out would
+        have written. ``out`` parameters keep their own storage (they start uninitialised).
+        """
+        params = b.decl.params
+        layouts: list[Layout | None] = []
+        used: set[int] = set()
+        bound = (
+            self.bind_call_args(call, list(params)) if call is not None else [None] * len(params)
+        )
+        for p, a in zip(params, bound, strict=True):
+            layouts.append(self.alias_layout(p, a, used, b.tbind, b.prefix))
+        info = self.instantiate(b.decl, b.prefix, b.tbind, layouts, b.ctor_args, b.outer)
+        b.env.bind(b.instance, info)
+        return info
+
+    def alias_layout(
+        self, p: A.Param, a: A.Argument | None, used: set[int], tbind: dict[str, Any], prefix: str
+    ) -> Layout | None:
+        """The caller's storage for parameter ``p`` when it can be shared, else fresh storage."""
+        saved = self.tbind
+        self.tbind = tbind
+        try:
+            pt = self.ty(p.type)
+        finally:
+            self.tbind = saved
+        if isinstance(T.strip_newtype(pt), T.ExternT):
+            return None  # packet_in / packet_out: bound by instantiate
+        lay = self.aliasable(p, a, pt)
+        if lay is None:
+            return self.storage.alloc(pt, f"{prefix}.{p.name}")
+        slots = set(lay.slots())
+        if slots & used:
+            return self.storage.alloc(pt, f"{prefix}.{p.name}")
+        used |= slots
+        return lay
+
+    def aliasable(self, p: A.Param, a: A.Argument | None, pt: T.Type) -> Layout | None:
+        if p.direction not in ("in", "inout") or a is None or a.value is None:
+            return None
+        if not isinstance(a.value, (A.Name, A.Member)):
+            return None
+        try:
+            ref = self.ref(a.value)
+        except (CodegenError, KeyError):
+            return None
+        lay = ref.layout
+        if ref.stack is not None or not _same_type(lay, pt):
+            return None
+        return lay
 
     def call_block(self, b: BlockB, e: A.Call) -> None:
         copy_out: list[tuple[list[str], list[str]]] = []
@@ -504,6 +586,12 @@ class ProgramBuilder(ExprGen, StmtGen, ExternCallGen, ParserGen, TableGen):
                 continue
             pt = self.ty(p.type)
             mine = self.targets(Ref(lay))
+            if p.direction != "out" and isinstance(a.value, (A.Name, A.Member)):
+                try:
+                    if self.targets(self.ref(a.value)) == mine:
+                        continue  # aliased: the callee works on the argument itself
+                except (CodegenError, KeyError):
+                    pass
             if p.direction == "out":
                 for h in headers_in(lay):
                     self.em.line(f"S[{h.valid}] = False")
@@ -530,6 +618,30 @@ class ProgramBuilder(ExprGen, StmtGen, ExternCallGen, ParserGen, TableGen):
             if e.name == label:
                 return self.callable_info(e.sym.decl, "action", None).cp_name
         raise CodegenError(apply_call.pos, f"{label}: not an action of the table")
+
+
+def _applied_once(decl: A.ControlDecl) -> set[str]:
+    """Names of the control's instances that its body applies exactly once."""
+    counts: dict[str, int] = {}
+    for node in iter_nodes([decl.body]):
+        if (
+            isinstance(node, A.Call)
+            and isinstance(node.func, A.Member)
+            and node.func.name == "apply"
+            and isinstance(node.func.expr, A.Name)
+        ):
+            counts[node.func.expr.name] = counts.get(node.func.expr.name, 0) + 1
+    return {name for name, n in counts.items() if n == 1}
+
+
+def _same_type(lay: Layout, t: T.Type) -> bool:
+    """Whether storage ``lay`` holds a value of type ``t`` (so a parameter can share it)."""
+    b = T.strip_newtype(t)
+    if isinstance(lay, Scalar):
+        return T.strip_newtype(lay.type) == b
+    if isinstance(lay, (HeaderL, StructL)):
+        return lay.type is b or lay.type == b
+    return False
 
 
 class _Scope:
