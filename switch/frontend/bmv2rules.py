@@ -18,7 +18,7 @@ from .errors import CompileError
 
 def check_bmv2(checked: CheckedProgram) -> None:
     program = checked.program
-    user_decls = [d for d in program.decls if not _is_library(d)]
+    user_decls = [d for d in program.decls if not is_library(d)]
     for d in user_decls:
         if isinstance(d, A.StructLike) and d.kind == "header":
             _header_is_whole_bytes(d, checked)
@@ -29,7 +29,7 @@ def check_bmv2(checked: CheckedProgram) -> None:
     _extern_functions(checked, user_decls)
 
 
-def _is_library(d: A.Node) -> bool:
+def is_library(d: A.Node) -> bool:
     return str(INCLUDE_DIR) in d.pos.file or d.pos.file.endswith(("/core.p4", "/v1model.p4"))
 
 

@@ -175,7 +175,10 @@ def _build_parser() -> argparse.ArgumentParser:
     add(
         "--target-profile",
         metavar="PROFILE",
-        help="also check the program against a target's rules (tofino: DESIGN.md section 5)",
+        help="target profile: bmv2 or v1model (the default: compile for BMv2) or tofino "
+        "(compile for BMv2 and also check Tofino's hardware rules: no loops, one "
+        "read-modify-write per register, cells of at most 32 bits or a 64-bit pair, no "
+        "multiply/divide/modulo except by powers of two, a bounded parse depth)",
     )
     add(
         "-E",

@@ -13,10 +13,14 @@ from typing import Any
 
 from p4.config.v1 import p4info_pb2
 
-from . import bmv2rules, checker, cpbuild, ir, parser, preprocess
+from . import bmv2rules, checker, cpbuild, ir, parser, preprocess, tofino
 from .cpmodel import ControlPlaneModel
 from .errors import CompileError
 from .p4info import build_p4info, p4info_to_text
+
+# --target-profile values: bmv2 and v1model (the same thing, and the default) compile for
+# BMv2; tofino compiles for BMv2 and also checks Tofino's hardware rules (tofino.py).
+TARGET_PROFILES = ("bmv2", "v1model", "tofino")
 
 
 @dataclass
@@ -42,8 +46,12 @@ def compile_file(path: Path | str, options: CompileOptions | None = None) -> Com
     """Compile one v1model program; raise CompileError on the first problem."""
     options = options or CompileOptions()
     path = Path(path)
-    if options.target_profile not in (None, "bmv2", "v1model"):
-        raise CompileError(None, f"target profile {options.target_profile!r} is not supported yet")
+    if options.target_profile is not None and options.target_profile not in TARGET_PROFILES:
+        raise CompileError(
+            None,
+            f"unknown target profile {options.target_profile!r} "
+            f"(known profiles: {', '.join(TARGET_PROFILES)})",
+        )
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     text = preprocess.preprocess(path, options.include_dirs, options.defines, options.undefines)
@@ -60,4 +68,8 @@ def compile_file(path: Path | str, options: CompileOptions | None = None) -> Com
     result_ir = ir.build_ir(program, path.stem, info_text, checked.main, text, str(path))
     t5 = time.perf_counter()
     timings.update(preprocess=t1 - t0, parse=t2 - t1, check=t3 - t2, p4info=t4 - t3, ir=t5 - t4)
+    if options.target_profile == "tofino":
+        # after every v1model/BMv2 check: a program must compile as usual first
+        tofino.check_tofino(checked)
+        timings["tofino"] = time.perf_counter() - t5
     return CompiledProgram(path.stem, result_ir, info, model, timings, checked)
