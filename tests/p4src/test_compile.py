@@ -1,0 +1,44 @@
+"""The aggregation programs compile with p4reduce-p4c, keep Tofino's rules at K = 64, and
+refuse a K other than 64 or 256 with a clear error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from p4reduce.switch.frontend.compiler import CompileOptions, compile_file
+from p4reduce.switch.frontend.errors import CompileError
+
+ROOT = Path(__file__).resolve().parents[2]
+INCLUDE = ROOT / "p4src" / "include"
+PROGRAMS = ["dense", "sparse"]
+
+
+def options(k: int | None = None, profile: str | None = None) -> CompileOptions:
+    defines: dict[str, str | None] = {} if k is None else {"K": str(k)}
+    return CompileOptions(include_dirs=[INCLUDE], defines=defines, target_profile=profile)
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_tofino_profile_at_k64(program: str) -> None:
+    compiled = compile_file(ROOT / "p4src" / f"{program}.p4", options(profile="tofino"))
+    names = {t.preamble.name for t in compiled.p4info.tables}
+    assert "SwitchIngress.admission.workers" in names
+    assert "SwitchEgress.replica.replicas" in names
+    registers = {r.preamble.name for r in compiled.p4info.registers}
+    assert sum(name.startswith("SwitchIngress.accumulate.acc") for name in registers) == 64
+    assert ("SwitchIngress.next_min.next_min" in registers) == (program == "sparse")
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_k256_builds_but_exceeds_the_tofino_parse_budget(program: str) -> None:
+    compiled = compile_file(ROOT / "p4src" / f"{program}.p4", options(k=256))
+    registers = {r.preamble.name for r in compiled.p4info.registers}
+    assert sum(name.startswith("SwitchIngress.accumulate.acc") for name in registers) == 256
+    with pytest.raises(CompileError, match="8688 bits .* over Tofino's parse budget"):
+        compile_file(ROOT / "p4src" / f"{program}.p4", options(k=256, profile="tofino"))
+
+
+def test_other_k_is_refused() -> None:
+    with pytest.raises(CompileError, match="K \\(elements per packet\\) must be 64 or 256"):
+        compile_file(ROOT / "p4src" / "dense.p4", options(k=100))
