@@ -12,6 +12,7 @@ from typing import Any
 from ..frontend import ast as A
 from ..frontend import types as T
 from .exprs import CodegenError, Ref, bits_of, mask, wrap_code
+from .externs import Register
 from .layout import HeaderL, Scalar, StackL, StructL, UnionL, is_aggregate, leaf_types
 
 CLONE_TYPES = {"I2E": 0, "E2E": 1}
@@ -233,17 +234,45 @@ class ExternCallGen:
         return ""
 
     # ------------------------------------------------------------------ registers, counters, meters
+    def register_cells(self, obj: str) -> tuple[str, int] | None:
+        """The name of a register's cell list in the generated module, and its size.
+
+        Reads and writes index the list directly instead of calling ``Register.read`` and
+        ``write`` (a method call per access is most of an aggregation program's cost); the
+        list is updated in place by the control plane, never replaced."""
+        reg = self.ns.get(obj)
+        if not isinstance(reg, Register):
+            return None
+        name = f"{obj}_CELLS"
+        self.ns[name] = reg.values
+        return name, reg.size
+
     def m_register_read(self, e: A.Call, obj: Any) -> str:
         if len(e.args) == 1:  # T read(in I index)
             return f"{obj}.read({self.val(self.arg(e, 0))})"
         idx = self.val(self.arg(e, 1))
         dst = self.arg(e, 0)
         ref = self.ref(dst)
-        self.em.line(f"{self.leaf(ref, ref.layout)} = {obj}.read({idx})")
+        cells = self.register_cells(obj)
+        if cells is None:
+            self.em.line(f"{self.leaf(ref, ref.layout)} = {obj}.read({idx})")
+            return ""
+        # BMv2 leaves an out-of-range read at 0
+        i = self.simple(idx, "i")
+        self.em.line(
+            f"{self.leaf(ref, ref.layout)} = {cells[0]}[{i}] if 0 <= {i} < {cells[1]} else 0"
+        )
         return ""
 
     def m_register_write(self, e: A.Call, obj: Any) -> str:
-        self.em.line(f"{obj}.write({self.val(self.arg(e, 0))}, {self.val(self.arg(e, 1))})")
+        idx, value = self.val(self.arg(e, 0)), self.val(self.arg(e, 1))
+        cells = self.register_cells(obj)
+        if cells is None:
+            self.em.line(f"{obj}.write({idx}, {value})")
+            return ""
+        # BMv2 ignores an out-of-range write
+        i = self.simple(idx, "i")
+        self.em.line(f"if 0 <= {i} < {cells[1]}: {cells[0]}[{i}] = {value}")
         return ""
 
     def m_counter_count(self, e: A.Call, obj: Any) -> str:

@@ -57,7 +57,8 @@ class Register:
         self.values[index] = self._wrap(value)
 
     def reset(self) -> None:
-        self.values = [0] * self.size
+        # in place: generated code holds this list (see ExternCallGen.m_register_read)
+        self.values[:] = [0] * self.size
 
 
 class Counter:

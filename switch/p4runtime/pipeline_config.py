@@ -162,7 +162,7 @@ def reconcile(old: PipelineState, new: PipelineState) -> None:
     for name, r in op.registers.items():
         nr = np_.registers.get(name)
         if nr is not None and (nr.size, nr.width, nr.signed) == (r.size, r.width, r.signed):
-            nr.values = list(r.values)
+            nr.values[:] = r.values  # in place: the generated code holds the list
     for name, c in op.counters.items():
         nc = np_.counters.get(name)
         if nc is not None and nc.size == c.size:
