@@ -101,7 +101,7 @@ def setup(kind: str, k: int, workers: int) -> V1Switch:
     sw = V1Switch(load_pipeline(ROOT / "p4src" / f"{kind}.p4", options))
     t = sw.pipeline.tables
     t["SwitchIngress.local_address.switch_ipv4"].add_entry(
-        [Exact(ip(SWITCH_IP))], "SwitchIngress.local_address.is_switch", []
+        [Exact(ip(SWITCH_IP))], "SwitchIngress.local_address.is_switch", [SWITCH_MAC]
     )
     mgid = 256 + JOB_INDEX
     sw.pre.mgrp_create(mgid)

@@ -54,7 +54,7 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta, inout standard
                     bitmap.apply(hdr, meta);
                     completion.apply(hdr, meta);
                     exponent.apply(hdr, meta);
-                next_min.apply(hdr, meta);
+                    next_min.apply(hdr, meta);
                     accumulate.apply(hdr, meta);
                     dispatch.apply(hdr, meta, sm);
                 }

@@ -15,9 +15,8 @@ control ResultDispatch(inout headers_t hdr, inout metadata_t meta,
     /* Turn the packet into a result: addresses swapped (the sender becomes the destination,
      * the switch the source), lengths set for a full or a header-only result. */
     action make_result() {
-        bit<48> mac = hdr.ethernet.dstAddr;
         hdr.ethernet.dstAddr = hdr.ethernet.srcAddr;
-        hdr.ethernet.srcAddr = mac;
+        hdr.ethernet.srcAddr = meta.switch_mac;
         bit<32> ip = hdr.ipv4.dstAddr;
         hdr.ipv4.dstAddr = hdr.ipv4.srcAddr;
         hdr.ipv4.srcAddr = ip;

@@ -88,6 +88,7 @@ struct metadata_t {
     bit<1>  complete;      /* every worker has contributed */
     bit<1>  has_data;      /* some contribution carried a payload */
     bit<1>  to_switch;     /* IPv4 destination is the switch */
+    bit<48> switch_mac;    /* the switch's MAC, the source of every result */
     bit<1>  is_result;     /* leaves as an aggregation result */
     bit<1>  multicast;     /* a multicast result: egress rewrites the destination per rank */
     bit<1>  flooded;       /* ordinary traffic flooded: never back out of its ingress port */

@@ -21,9 +21,10 @@ parser P4ReduceParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
     }
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
-        /* IHL 5, MF clear, offset 0, UDP */
-        transition select(hdr.ipv4.ihl, hdr.ipv4.flags, hdr.ipv4.fragOffset, hdr.ipv4.protocol) {
-            (4w5, 3w0 &&& 3w1, 13w0, IP_PROTO_UDP): parse_udp;
+        /* version 4, IHL 5, MF clear, offset 0, UDP */
+        transition select(hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.flags, hdr.ipv4.fragOffset,
+                          hdr.ipv4.protocol) {
+            (4w4, 4w5, 3w0 &&& 3w1, 13w0, IP_PROTO_UDP): parse_udp;
             default: accept;
         }
     }
