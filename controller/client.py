@@ -1,0 +1,137 @@
+"""The worker's side of registration: a small HTTP client of the registration service
+(service.py), with the standard library only.
+
+    from p4reduce.controller.client import RegistrationClient
+
+    reg = RegistrationClient("http://127.0.0.1:9560")
+    a = reg.join(7, rank=0, n=4, ip="10.0.0.1", udp_port=5000, mac="02:00:00:00:00:01",
+                 switch_port=1)           # blocks until all 4 joined; a.slot_base, a.k, ...
+    reg.barrier(7, rank=0)                # blocks until all 4 arrived
+    reg.leave(7, rank=0)
+
+Failures raise ``RegistrationError`` with the service's one-line message and HTTP status
+(None when the service could not be reached).
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+
+DEFAULT_URL = "http://127.0.0.1:9560"
+
+
+class RegistrationError(Exception):
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass
+class Timeouts:
+    initial_ms: int
+    max_ms: int
+    retries: int
+
+
+@dataclass
+class Assignment:
+    """What a worker needs to run its job, as the join answered it."""
+
+    job_id: int
+    job_index: int
+    rank: int
+    n: int
+    slot_base: int
+    slot_count: int
+    k: int
+    program: str
+    switch_ip: str
+    switch_mac: str | None
+    agg_port: int
+    mgid: int
+    timeouts: Timeouts
+    members: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Assignment:
+        fields = {k: d[k] for k in cls.__dataclass_fields__ if k in d and k != "timeouts"}
+        return cls(timeouts=Timeouts(**d["timeouts"]), **fields)
+
+
+class RegistrationClient:
+    def __init__(self, url: str = DEFAULT_URL, timeout: float = 120.0) -> None:
+        """``timeout``: how long a join or barrier may wait for the other workers (seconds)."""
+        self.url = url.rstrip("/")
+        if "://" not in self.url:
+            self.url = "http://" + self.url
+        self.timeout = timeout
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None, wait: float) -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, timeout=wait + 10.0) as resp:
+                return json.loads(resp.read() or b"null")
+        except urllib.error.HTTPError as err:
+            try:
+                message = json.loads(err.read()).get("error") or err.reason
+            except (ValueError, AttributeError):
+                message = str(err.reason)
+            raise RegistrationError(str(message), err.code) from None
+        except (urllib.error.URLError, ConnectionError, TimeoutError) as err:
+            reason = getattr(err, "reason", err)
+            raise RegistrationError(
+                f"registration service unreachable at {self.url}: {reason}"
+            ) from None
+
+    def join(
+        self,
+        job_id: int,
+        rank: int,
+        n: int,
+        ip: str,
+        udp_port: int,
+        mac: str,
+        switch_port: int,
+        slots: int | None = None,
+        timeout: float | None = None,
+    ) -> Assignment:
+        wait = self.timeout if timeout is None else timeout
+        body: dict[str, Any] = {
+            "rank": rank,
+            "n": n,
+            "ip": ip,
+            "udp_port": udp_port,
+            "mac": mac,
+            "switch_port": switch_port,
+            "timeout": wait,
+        }
+        if slots is not None:
+            body["slots"] = slots
+        return Assignment.from_dict(self._call("POST", f"/v1/jobs/{job_id}/join", body, wait))
+
+    def barrier(
+        self, job_id: int, rank: int, name: str = "default", timeout: float | None = None
+    ) -> int:
+        """Wait until every rank of the job reached barrier ``name``; returns its generation."""
+        wait = self.timeout if timeout is None else timeout
+        body = {"rank": rank, "name": name, "timeout": wait}
+        return int(self._call("POST", f"/v1/jobs/{job_id}/barrier", body, wait)["generation"])
+
+    def leave(self, job_id: int, rank: int) -> dict[str, Any]:
+        return self._call("POST", f"/v1/jobs/{job_id}/leave", {"rank": rank}, 30.0)
+
+    def jobs(self) -> list[dict[str, Any]]:
+        return self._call("GET", "/v1/jobs", None, 30.0)["jobs"]
+
+    def job(self, job_id: int) -> dict[str, Any]:
+        return self._call("GET", f"/v1/jobs/{job_id}", None, 30.0)
+
+    def health(self) -> dict[str, Any]:
+        return self._call("GET", "/v1/health", None, 30.0)

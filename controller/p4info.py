@@ -1,0 +1,195 @@
+"""Names to ids from a P4Info, and P4Runtime bytestrings.
+
+Values go out canonical (the shortest big-endian form, one zero byte for 0), which both the
+embedded switch and simple_switch_grpc accept, and come back decoded from any width.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2
+
+from .errors import ControllerError, InvalidArgument
+
+
+def encode(value: int, bitwidth: int, what: str = "value") -> bytes:
+    """The canonical bytestring of an unsigned ``value`` that must fit ``bitwidth`` bits."""
+    if value < 0 or value >> bitwidth:
+        raise InvalidArgument(f"{what} {value} does not fit in {bitwidth} bits")
+    return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
+
+
+def decode(data: bytes) -> int:
+    return int.from_bytes(data, "big")
+
+
+@dataclass
+class Table:
+    name: str
+    id: int
+    fields: dict[str, tuple[int, int, int]]  # name -> (id, bitwidth, match type)
+    size: int
+
+
+@dataclass
+class Action:
+    name: str
+    id: int
+    params: dict[str, tuple[int, int]] = field(default_factory=dict)  # name -> (id, bitwidth)
+
+
+@dataclass
+class Array:
+    """A counter or register array."""
+
+    name: str
+    id: int
+    size: int
+    bitwidth: int = 0
+
+
+@dataclass
+class Decoded:
+    """A table entry in names: ``match`` maps field names to values (lpm: (value, prefix))."""
+
+    table: str
+    match: dict[str, Any]
+    action: str
+    params: dict[str, int]
+
+
+class Schema:
+    """Lookups over one P4Info. Objects are found by full name or by alias."""
+
+    def __init__(self, p4info: Any) -> None:
+        self.p4info = p4info
+        self.tables: dict[str, Table] = {}
+        self.tables_by_id: dict[int, Table] = {}
+        self.actions: dict[str, Action] = {}
+        self.actions_by_id: dict[int, Action] = {}
+        self.registers: dict[str, Array] = {}
+        self.counters: dict[str, Array] = {}
+        for t in p4info.tables:
+            fields = {f.name: (f.id, f.bitwidth, f.match_type) for f in t.match_fields}
+            tab = Table(t.preamble.name, t.preamble.id, fields, t.size)
+            self._index(self.tables, t.preamble, tab)
+            self.tables_by_id[tab.id] = tab
+        for a in p4info.actions:
+            act = Action(
+                a.preamble.name, a.preamble.id, {p.name: (p.id, p.bitwidth) for p in a.params}
+            )
+            self._index(self.actions, a.preamble, act)
+            self.actions_by_id[act.id] = act
+        for r in p4info.registers:
+            width = r.type_spec.bitstring.bit.bitwidth if r.type_spec.HasField("bitstring") else 0
+            self._index(
+                self.registers, r.preamble, Array(r.preamble.name, r.preamble.id, r.size, width)
+            )
+        for c in p4info.counters:
+            self._index(self.counters, c.preamble, Array(c.preamble.name, c.preamble.id, c.size))
+
+    @staticmethod
+    def _index(where: dict[str, Any], preamble: Any, obj: Any) -> None:
+        where[preamble.name] = obj
+        if preamble.alias and preamble.alias not in where:
+            where[preamble.alias] = obj
+
+    @classmethod
+    def from_text(cls, text: str) -> Schema:
+        from google.protobuf import text_format
+
+        return cls(text_format.Parse(text, p4info_pb2.P4Info()))
+
+    # ------------------------------------------------------------------ lookups
+    def _get(self, where: dict[str, Any], name: str, kind: str) -> Any:
+        try:
+            return where[name]
+        except KeyError:
+            raise ControllerError(
+                f"the switch's pipeline has no {kind} {name} (is it a p4reduce program? run "
+                "p4reduce-ctl push)"
+            ) from None
+
+    def table(self, name: str) -> Table:
+        return self._get(self.tables, name, "table")
+
+    def action(self, name: str) -> Action:
+        return self._get(self.actions, name, "action")
+
+    def register(self, name: str) -> Array:
+        return self._get(self.registers, name, "register")
+
+    def counter(self, name: str) -> Array:
+        return self._get(self.counters, name, "counter")
+
+    def has_register(self, name: str) -> bool:
+        return name in self.registers
+
+    # ------------------------------------------------------------------ table entries
+    def table_entry(
+        self,
+        table: str,
+        match: dict[str, Any],
+        action: str | None = None,
+        params: dict[str, int] | None = None,
+        priority: int = 0,
+    ) -> Any:
+        """A TableEntry from names. ``match`` values are ints (exact) or (value, prefix) for lpm."""
+        t = self.table(table)
+        te = p4runtime_pb2.TableEntry(table_id=t.id, priority=priority)
+        for fname, value in match.items():
+            fid, width, mtype = t.fields[fname]
+            fm = te.match.add(field_id=fid)
+            if mtype == p4info_pb2.MatchField.LPM:
+                v, plen = value
+                fm.lpm.value = encode(v, width, fname)
+                fm.lpm.prefix_len = plen
+            else:
+                fm.exact.value = encode(value, width, fname)
+        if action is not None:
+            a = self.action(action)
+            te.action.action.action_id = a.id
+            for pname, value in (params or {}).items():
+                pid, width = a.params[pname]
+                te.action.action.params.add(param_id=pid, value=encode(value, width, pname))
+        return te
+
+    def decode_entry(self, te: Any) -> Decoded:
+        t = self.tables_by_id[te.table_id]
+        names = {fid: name for name, (fid, _, _) in t.fields.items()}
+        match: dict[str, Any] = {}
+        for fm in te.match:
+            kind = fm.WhichOneof("field_match_type")
+            if kind == "lpm":
+                match[names[fm.field_id]] = (decode(fm.lpm.value), fm.lpm.prefix_len)
+            else:
+                match[names[fm.field_id]] = decode(getattr(fm, kind).value)
+        action, params = "", {}
+        if te.action.HasField("action"):
+            a = self.actions_by_id[te.action.action.action_id]
+            pnames = {pid: name for name, (pid, _) in a.params.items()}
+            action = a.name
+            params = {pnames[p.param_id]: decode(p.value) for p in te.action.action.params}
+        return Decoded(t.name, match, action, params)
+
+    # ------------------------------------------------------------------ registers, counters
+    def register_entry(self, name: str, index: int | None, value: int | None = None) -> Any:
+        reg = self.register(name)
+        msg = p4runtime_pb2.RegisterEntry(register_id=reg.id)
+        if index is not None:
+            msg.index.index = index
+        if value is not None:
+            msg.data.bitstring = encode(value, reg.bitwidth or 64, name)
+        return msg
+
+    def counter_entry(self, name: str, index: int | None = None, zero: bool = False) -> Any:
+        ctr = self.counter(name)
+        msg = p4runtime_pb2.CounterEntry(counter_id=ctr.id)
+        if index is not None:
+            msg.index.index = index
+        if zero:
+            msg.data.SetInParent()
+        return msg

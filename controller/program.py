@@ -1,0 +1,97 @@
+"""What the controller knows about the p4reduce programs: the names of their tables, actions,
+registers and counters (docs/protocol.md, "Control-plane interface"), and their constants
+(p4src/include/constants.p4). Kept in one place so the other modules never spell a name."""
+
+from __future__ import annotations
+
+from .errors import ControllerError
+from .p4info import Schema
+
+# tables and actions
+SWITCH_IPV4 = "SwitchIngress.local_address.switch_ipv4"
+IS_SWITCH = "SwitchIngress.local_address.is_switch"
+ARP_REPLIES = "SwitchIngress.arp.arp_replies"
+ARP_REPLY = "SwitchIngress.arp.reply"
+WORKERS = "SwitchIngress.admission.workers"
+ADMIT = "SwitchIngress.admission.admit"
+REPLICAS = "SwitchEgress.replica.replicas"
+TO_WORKER = "SwitchEgress.replica.to_worker"
+IPV4_ROUTES = "SwitchIngress.forwarding.ipv4_routes"
+ROUTE = "SwitchIngress.forwarding.route"
+L2_FORWARD = "SwitchIngress.forwarding.l2_forward"
+TO_PORT = "SwitchIngress.forwarding.to_port"
+
+# match fields
+F_IPV4_DST = "hdr.ipv4.dstAddr"
+F_ARP_TPA = "hdr.arp.tpa"
+F_JOB_ID = "hdr.agg.jobId"
+F_IPV4_SRC = "hdr.ipv4.srcAddr"
+F_UDP_SRC = "hdr.udp.srcPort"
+F_JOB_INDEX = "meta.job_index"
+F_RID = "sm.egress_rid"
+F_ETH_DST = "hdr.ethernet.dstAddr"
+
+# registers and counters
+BITMAPS = "SwitchIngress.bitmap.bitmaps"
+COUNTS = "SwitchIngress.completion.counts"
+EXPONENTS = "SwitchIngress.exponent.exponents"
+NEXT_MIN = "SwitchIngress.next_min.next_min"
+ACC = "SwitchIngress.accumulate.acc{}"
+INGRESS_LOSS = "SwitchIngress.loss.ingress_loss"
+EGRESS_LOSS = "SwitchEgress.loss.egress_loss"
+JOB_COUNTERS = "SwitchIngress.stats.job_counters"
+EGRESS_COUNTERS = "SwitchEgress.stats.egress_counters"
+
+# constants.p4
+AGG_PORT = 48864
+POOL_SLOTS = 8192
+MAX_WORKERS = 32
+MAX_JOB_INDEX = 255
+MAX_JOB_ID = 65535
+FLOOD_MGID = 1
+JOB_MGID_BASE = 256
+PORTS = 512
+MAX_PORT = 511
+COUNT_MASK = 0x3F
+COUNT_HAS_DATA = 0x80
+NEXT_END = 0xFFFFFFFF
+
+# job_counters[job_index * 16 + event]
+INGRESS_EVENTS = {
+    1: "completion",
+    2: "retransmit_answered",
+    3: "contribution",
+    4: "duplicate",
+    8: "unknown_sender",
+    9: "wrong_rank",
+    10: "slot_range",
+    11: "malformed",
+    12: "loss_in",
+}
+INGRESS_STRIDE = 16
+# egress_counters[job_index * 4 + event]
+EGRESS_EVENTS = {0: "result_sent", 1: "loss_out", 2: "no_replica"}
+EGRESS_STRIDE = 4
+
+
+def kind(schema: Schema) -> str:
+    """ "sparse" when the pipeline keeps the running minimum of next, else "dense"."""
+    return "sparse" if schema.has_register(NEXT_MIN) else "dense"
+
+
+def lanes(schema: Schema) -> int:
+    """K, the elements per packet: one accumulator register per lane."""
+    k = 0
+    while schema.has_register(ACC.format(k)):
+        k += 1
+    return k
+
+
+def check(schema: Schema) -> None:
+    """Refuse a pipeline that is not a p4reduce program (one line naming what is missing)."""
+    for name in (WORKERS, REPLICAS, SWITCH_IPV4):
+        if name not in schema.tables:
+            raise ControllerError(
+                f"the switch runs a pipeline without table {name}: not a p4reduce program "
+                "(push build/dense or build/sparse)"
+            )

@@ -1,0 +1,223 @@
+"""Worker registration as pure logic: who has joined which job, when a job is complete, named
+barriers, and leaving. No sockets, threads or clocks: the service (service.py) wraps it with a
+lock, waits and timeouts; the tests drive it directly.
+
+A job's life here: ``joining`` (ranks arrive with their addresses) -> ``installing`` (the n-th
+rank arrived; ``join`` returned ``complete`` to exactly one caller, who installs the job on the
+switch) -> ``ready`` (``installed``) or ``failed`` (``install_failed``; the entry is gone so the
+workers can try again) -> removed when every rank has left.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import addr, program
+from .errors import Conflict, ControllerError, InvalidArgument, NotFound
+from .jobs import Job, Member, check_job_id
+
+JOINING, INSTALLING, READY, FAILED, GONE = "joining", "installing", "ready", "failed", "gone"
+
+
+@dataclass
+class Barrier:
+    generation: int = 0
+    arrived: set[int] = field(default_factory=set)
+
+
+@dataclass
+class Entry:
+    """One job as the registry sees it."""
+
+    job_id: int
+    n: int
+    slot_count: int
+    members: dict[int, Member] = field(default_factory=dict)
+    state: str = JOINING
+    job: Job | None = None
+    error: ControllerError | None = None
+    left: set[int] = field(default_factory=set)
+    barriers: dict[str, Barrier] = field(default_factory=dict)
+
+    @property
+    def waiting_for(self) -> list[int]:
+        return [r for r in range(self.n) if r not in self.members]
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "job_id": self.job_id,
+            "state": self.state,
+            "n": self.n,
+            "slot_count": self.slot_count,
+            "joined": sorted(self.members),
+            "waiting_for": self.waiting_for,
+            "left": sorted(self.left),
+            "barriers": {
+                name: {"generation": b.generation, "arrived": sorted(b.arrived)}
+                for name, b in sorted(self.barriers.items())
+            },
+        }
+        if self.job is not None:
+            d["job"] = self.job.to_dict()
+        if self.error is not None:
+            d["error"] = str(self.error)
+        return d
+
+
+@dataclass
+class JoinOutcome:
+    entry: Entry
+    complete: bool  # this join completed the job: the caller installs it
+
+    @property
+    def members(self) -> list[Member]:
+        return [self.entry.members[r] for r in sorted(self.entry.members)]
+
+
+class Registry:
+    def __init__(self, default_slots: int = 64) -> None:
+        self.default_slots = default_slots
+        self.entries: dict[int, Entry] = {}
+
+    def get(self, job_id: int) -> Entry:
+        try:
+            return self.entries[job_id]
+        except KeyError:
+            raise NotFound(f"unknown job {job_id}") from None
+
+    # ------------------------------------------------------------------ joining
+    def join(self, job_id: Any, member: Member, n: Any, slots: Any = None) -> JoinOutcome:
+        jid = check_job_id(job_id)
+
+        n = addr.number(n, "worker count n", 1, program.MAX_WORKERS)
+        if not 0 <= member.rank < n:
+            raise InvalidArgument(f"rank {member.rank} is outside 0..{n - 1} (n = {n})")
+        count = addr.number(
+            self.default_slots if slots is None else slots, "slot count", 1, program.POOL_SLOTS
+        )
+        entry = self.entries.get(jid)
+        if entry is None:
+            entry = self.entries[jid] = Entry(jid, n, count)
+        if entry.state != JOINING:
+            if member.rank in entry.members:
+                raise Conflict(f"rank {member.rank} already joined job {jid}")
+            raise Conflict(f"job {jid} is {entry.state}, not taking joins")
+        if n != entry.n:
+            raise Conflict(f"job {jid} has n = {entry.n}, not {n}")
+        if slots is not None and count != entry.slot_count:
+            raise Conflict(f"job {jid} asks for {entry.slot_count} slots, not {count}")
+        if member.rank in entry.members:
+            raise Conflict(f"rank {member.rank} already joined job {jid}")
+        for other in entry.members.values():
+            if (other.ip, other.udp_port) == (member.ip, member.udp_port):
+                raise Conflict(
+                    f"rank {other.rank} of job {jid} already sends from {member.ip}:{member.udp_port}"
+                )
+        entry.members[member.rank] = member
+        if len(entry.members) == entry.n:
+            entry.state = INSTALLING
+            return JoinOutcome(entry, True)
+        return JoinOutcome(entry, False)
+
+    def withdraw(self, job_id: int, rank: int) -> None:
+        """A join that gave up (timed out) before the job was complete: forget the rank."""
+        entry = self.entries.get(job_id)
+        if entry is None or entry.state != JOINING:
+            return
+        entry.members.pop(rank, None)
+        if not entry.members:
+            del self.entries[job_id]
+
+    def installed(self, job_id: int, job: Job) -> None:
+        entry = self.get(job_id)
+        entry.state, entry.job = READY, job
+
+    def install_failed(self, job_id: int, error: ControllerError) -> None:
+        """The job could not be installed: its waiters get ``error``; the id is free again."""
+        entry = self.entries.pop(job_id, None)
+        if entry is not None:
+            entry.state, entry.error = FAILED, error
+
+    def adopt(self, job: Job) -> None:
+        """A job already on the switch (found at start-up): ready, with every rank joined."""
+        entry = Entry(
+            job.job_id, job.n, job.slot_count, {m.rank: m for m in job.members}, READY, job
+        )
+        self.entries[job.job_id] = entry
+
+    # ------------------------------------------------------------------ barriers
+    def _ready(self, job_id: int, rank: Any) -> tuple[Entry, int]:
+
+        entry = self.get(job_id)
+        r = addr.number(rank, "rank", 0, max(entry.n - 1, 0))
+        if entry.state != READY:
+            raise Conflict(
+                f"job {job_id} is {entry.state}"
+                + (f" (waiting for ranks {entry.waiting_for})" if entry.state == JOINING else "")
+            )
+        if r in entry.left:
+            raise Conflict(f"rank {r} has left job {job_id}")
+        return entry, r
+
+    def arrive(self, job_id: int, rank: Any, name: str = "default") -> tuple[int, bool]:
+        """Rank arrives at barrier ``name``: (generation it waits for the end of, released now)."""
+        entry, r = self._ready(job_id, rank)
+        b = entry.barriers.setdefault(name, Barrier())
+        if r in b.arrived:
+            raise Conflict(f"rank {r} is already waiting at barrier {name!r} of job {job_id}")
+        gen = b.generation
+        b.arrived.add(r)
+        if len(b.arrived) >= entry.n - len(entry.left):
+            b.generation += 1
+            b.arrived.clear()
+            return gen, True
+        return gen, False
+
+    def released(self, job_id: int, name: str, generation: int) -> bool:
+        """Has the barrier passed ``generation``? (True too when the job is gone: no waiting.)"""
+        entry = self.entries.get(job_id)
+        if entry is None or entry.state != READY:
+            return True
+        b = entry.barriers.get(name)
+        return b is None or b.generation > generation
+
+    def depart(self, job_id: int, rank: int, name: str, generation: int) -> None:
+        """A barrier wait that gave up: the rank no longer counts as arrived."""
+        entry = self.entries.get(job_id)
+        if entry is None:
+            return
+        b = entry.barriers.get(name)
+        if b is not None and b.generation == generation:
+            b.arrived.discard(rank)
+
+    # ------------------------------------------------------------------ leaving
+    def leave(self, job_id: int, rank: Any) -> tuple[Entry, bool]:
+        """Rank leaves; (entry, True) when it was the last: the caller deletes the job."""
+
+        entry = self.get(job_id)
+        r = addr.number(rank, "rank", 0, max(entry.n - 1, 0))
+        if entry.state == JOINING:
+            if r not in entry.members:
+                raise NotFound(f"rank {r} has not joined job {job_id}")
+            self.withdraw(job_id, r)
+            return entry, False
+        if entry.state != READY:
+            raise Conflict(f"job {job_id} is {entry.state}")
+        if r in entry.left:
+            raise Conflict(f"rank {r} has already left job {job_id}")
+        entry.left.add(r)
+        if len(entry.left) == entry.n:
+            entry.state = GONE
+            del self.entries[job_id]
+            return entry, True
+        # a barrier that waited only for ranks that have now left passes
+        for b in entry.barriers.values():
+            b.arrived.discard(r)
+            if b.arrived and len(b.arrived) >= entry.n - len(entry.left):
+                b.generation += 1
+                b.arrived.clear()
+        return entry, False
+
+    def to_list(self) -> list[dict[str, Any]]:
+        return [self.entries[k].to_dict() for k in sorted(self.entries)]

@@ -1,0 +1,339 @@
+"""The registration service: HTTP + JSON on 127.0.0.1 (``http.server``), over a
+``Controller`` that holds the switch and a ``Registry``.
+
+    POST /v1/jobs/{id}/join      {"rank", "n", "ip", "udp_port", "mac", "switch_port",
+                                  "slots"?, "timeout"?}  -> the job's assignment, once all n
+                                  ranks joined and the job is installed
+    POST /v1/jobs/{id}/barrier   {"rank", "name"?, "timeout"?} -> {"released": true, ...}
+                                  once every rank (that has not left) arrived
+    POST /v1/jobs/{id}/leave     {"rank"} -> {"deleted": bool}; the last leave deletes the job
+    GET  /v1/jobs                every job the service knows (joining, installing, ready)
+    GET  /v1/jobs/{id}           one of them
+    GET  /v1/health              {"status": "ok", "switch": {...}}
+
+Errors answer with the status of the ``ControllerError`` (400, 404, 409, 502, 503, 504) and
+``{"error": "one line"}``. docs/controller.md has the request and response fields.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from dataclasses import asdict, dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from . import program
+from .api import Controller
+from .errors import ControllerError, InvalidArgument, NotFound, Timeout
+from .jobs import Job, Member
+from .registry import FAILED, INSTALLING, JOINING, READY, Registry
+
+DEFAULT_LISTEN = "127.0.0.1:9560"
+MAX_WAIT = 3600.0
+_JOB_PATH = re.compile(r"^/v1/jobs/(\d+)(?:/(join|barrier|leave))?/?$")
+
+
+@dataclass
+class Timeouts:
+    """Retransmission settings handed to workers: the first timeout, its cap (doubling in
+    between), and how many retransmissions of one packet before giving up."""
+
+    initial_ms: int = 200
+    max_ms: int = 3200
+    retries: int = 30
+
+
+class Stopping(ControllerError):
+    status = 503
+
+
+class RegistrationService:
+    def __init__(
+        self,
+        controller: Controller,
+        host: str = "127.0.0.1",
+        port: int = 9560,
+        switch_ip: str | None = None,
+        switch_mac: str | None = None,
+        agg_port: int = program.AGG_PORT,
+        default_slots: int = 64,
+        join_timeout: float = 120.0,
+        timeouts: Timeouts | None = None,
+    ) -> None:
+        self.controller = controller
+        self.host, self.port = host, port
+        self.switch_ip, self.switch_mac = switch_ip, switch_mac
+        self.agg_port = agg_port
+        self.join_timeout = join_timeout
+        self.timeouts = timeouts or Timeouts()
+        self.registry = Registry(default_slots)
+        self.cond = threading.Condition()
+        self.closing = False
+        self.httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.installs = 0  # jobs installed through joins (tests check "exactly once")
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> tuple[str, int]:
+        """Adopt the jobs already on the switch, then listen; returns the bound address."""
+        for job in self.controller.list_jobs():
+            self.registry.adopt(job)
+        if self.switch_ip is None:
+            cfg = self.controller.static_config()
+            self.switch_ip, self.switch_mac = cfg.switch_ip, cfg.switch_mac
+        if self.switch_ip is None:
+            raise InvalidArgument(
+                "the switch has no IPv4 address (switch_ipv4 is empty): pass --switch-ip and "
+                "--switch-mac"
+            )
+        service = self
+
+        class Handler(_Handler):
+            svc = service
+
+        self.httpd = _Server((self.host, self.port), Handler)
+        self.port = self.httpd.server_address[1]
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.1}, name="p4reduce-ctl-http"
+        )
+        self._thread.start()
+        return self.host, self.port
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def stop(self) -> None:
+        """Wake every waiting request (503), stop listening, join every thread."""
+        with self.cond:
+            self.closing = True
+            self.cond.notify_all()
+        if self.httpd is not None:
+            self.httpd.shutdown()
+            self.httpd.server_close()
+            self.httpd = None
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def __enter__(self) -> RegistrationService:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ operations
+    def _wait(self, done: Any, timeout: float) -> bool:
+        """Wait (holding ``cond``) until ``done()`` or the deadline; raises when stopping."""
+        deadline = time.monotonic() + timeout
+        while not done():
+            if self.closing:
+                raise Stopping("the registration service is stopping")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            self.cond.wait(left)
+        return True
+
+    def _timeout(self, body: dict[str, Any], default: float) -> float:
+        t = body.get("timeout", default)
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t <= MAX_WAIT:
+            raise InvalidArgument(f"bad timeout {t!r} (want seconds in (0, {MAX_WAIT:g}])")
+        return float(t)
+
+    def join(self, job_id: int, body: dict[str, Any]) -> dict[str, Any]:
+        n = body.get("n")
+        if n is None:
+            raise InvalidArgument("join without n (the job's worker count)")
+        member = Member.from_dict(body)
+        timeout = self._timeout(body, self.join_timeout)
+        with self.cond:
+            if self.closing:
+                raise Stopping("the registration service is stopping")
+            outcome = self.registry.join(job_id, member, n, body.get("slots"))
+            entry = outcome.entry
+        if outcome.complete:
+            try:
+                job = self.controller.create_job(
+                    entry.job_id, outcome.members, entry.slot_count, n=entry.n
+                )
+            except ControllerError as err:
+                with self.cond:
+                    self.registry.install_failed(entry.job_id, err)
+                    self.cond.notify_all()
+                raise
+            with self.cond:
+                self.installs += 1
+                self.registry.installed(entry.job_id, job)
+                self.cond.notify_all()
+        with self.cond:
+            if not self._wait(lambda: entry.state not in (JOINING, INSTALLING), timeout):
+                missing = entry.waiting_for
+                self.registry.withdraw(entry.job_id, member.rank)
+                self.cond.notify_all()
+                raise Timeout(
+                    f"job {entry.job_id}: timed out after {timeout:g} s waiting for "
+                    f"rank{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} to join"
+                )
+            if entry.state == FAILED:
+                err = ControllerError(f"job {entry.job_id} could not be installed: {entry.error}")
+                err.status = entry.error.status if entry.error is not None else 500
+                raise err
+            assert entry.job is not None
+            return self.assignment(entry.job, member.rank)
+
+    def assignment(self, job: Job, rank: int) -> dict[str, Any]:
+        return {
+            "job_id": job.job_id,
+            "job_index": job.job_index,
+            "rank": rank,
+            "n": job.n,
+            "slot_base": job.slot_base,
+            "slot_count": job.slot_count,
+            "k": self.controller.k,
+            "program": self.controller.kind,
+            "switch_ip": self.switch_ip,
+            "switch_mac": self.switch_mac,
+            "agg_port": self.agg_port,
+            "mgid": job.mgid,
+            "timeouts": asdict(self.timeouts),
+            "members": [m.to_dict() for m in job.members],
+        }
+
+    def barrier(self, job_id: int, body: dict[str, Any]) -> dict[str, Any]:
+        name = body.get("name", "default")
+        if not isinstance(name, str) or not name:
+            raise InvalidArgument(f"bad barrier name {name!r}")
+        if "rank" not in body:
+            raise InvalidArgument("barrier without rank")
+        timeout = self._timeout(body, self.join_timeout)
+        with self.cond:
+            gen, released = self.registry.arrive(job_id, body["rank"], name)
+            if released:
+                self.cond.notify_all()
+            elif not self._wait(lambda: self.registry.released(job_id, name, gen), timeout):
+                entry = self.registry.entries.get(job_id)
+                b = entry.barriers.get(name) if entry else None
+                missing = sorted(
+                    set(range(entry.n)) - b.arrived - entry.left if entry and b else set()
+                )
+                self.registry.depart(job_id, int(body["rank"]), name, gen)
+                raise Timeout(
+                    f"job {job_id}: timed out after {timeout:g} s at barrier {name!r} waiting "
+                    f"for ranks {', '.join(map(str, missing))}"
+                )
+            return {"job_id": job_id, "name": name, "generation": gen, "released": True}
+
+    def leave(self, job_id: int, body: dict[str, Any]) -> dict[str, Any]:
+        if "rank" not in body:
+            raise InvalidArgument("leave without rank")
+        with self.cond:
+            entry, last = self.registry.leave(job_id, body["rank"])
+            self.cond.notify_all()
+        if last:
+            try:
+                self.controller.delete_job(job_id)
+            except NotFound:
+                pass
+        return {
+            "job_id": job_id,
+            "rank": int(body["rank"]),
+            "deleted": last,
+            "left": sorted(entry.left),
+        }
+
+    def list_jobs(self) -> list[dict[str, Any]]:
+        with self.cond:
+            return self.registry.to_list()
+
+    def get_job(self, job_id: int) -> dict[str, Any]:
+        with self.cond:
+            return self.registry.get(job_id).to_dict()
+
+    def health(self) -> dict[str, Any]:
+        with self.cond:
+            ready = sum(1 for e in self.registry.entries.values() if e.state == READY)
+            pending = len(self.registry.entries) - ready
+        return {
+            "status": "ok",
+            "switch": {
+                "grpc_addr": self.controller.conn.addr,
+                "device_id": self.controller.conn.device_id,
+                "primary": self.controller.conn.primary,
+                "switch_ip": self.switch_ip,
+                "agg_port": self.agg_port,
+            },
+            "jobs": {"ready": ready, "pending": pending},
+        }
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = False  # server_close() joins every request thread
+    block_on_close = True
+    allow_reuse_address = True
+
+
+class _Handler(BaseHTTPRequestHandler):
+    svc: RegistrationService
+    protocol_version = "HTTP/1.1"
+    server_version = "p4reduce-ctl"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+        pass
+
+    def _send(self, status: int, body: Any) -> None:
+        data = (json.dumps(body) + "\n").encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(data)
+        self.close_connection = True
+
+    def _body(self) -> dict[str, Any]:
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > 1 << 20:
+            raise InvalidArgument("request body too large")
+        raw = self.rfile.read(length) if length else b""
+        if not raw.strip():
+            return {}
+        try:
+            body = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            raise InvalidArgument("request body is not JSON") from None
+        if not isinstance(body, dict):
+            raise InvalidArgument("request body is not a JSON object")
+        return body
+
+    def _dispatch(self, method: str) -> None:
+        path = self.path.split("?", 1)[0]
+        try:
+            body = self._body() if method == "POST" else {}
+            if path.rstrip("/") == "/v1/health" and method == "GET":
+                return self._send(200, self.svc.health())
+            if path.rstrip("/") == "/v1/jobs" and method == "GET":
+                return self._send(200, {"jobs": self.svc.list_jobs()})
+            m = _JOB_PATH.match(path)
+            if m is None:
+                return self._send(404, {"error": f"no such endpoint: {method} {path}"})
+            job_id, op = int(m.group(1)), m.group(2)
+            if op is None and method == "GET":
+                return self._send(200, self.svc.get_job(job_id))
+            if op is not None and method == "POST":
+                return self._send(200, getattr(self.svc, op)(job_id, body))
+            return self._send(405, {"error": f"{method} is not allowed on {path}"})
+        except ControllerError as err:
+            self._send(err.status, {"error": str(err)})
+        except Exception as err:  # noqa: BLE001 - answer, never drop the connection
+            self._send(500, {"error": f"internal error: {type(err).__name__}: {err}"})
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:  # noqa: N802
+        self._dispatch("POST")

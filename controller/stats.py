@@ -1,0 +1,112 @@
+"""Counters: ``job_counters[job_index * 16 + event]`` and ``egress_counters[job_index * 4 +
+event]`` (docs/protocol.md, "Counters"), read with one wildcard CounterEntry each and decoded
+per job index."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import program
+from .p4info import Schema
+from .p4rt import MODIFY, Connection
+
+DROP_REASONS = (
+    "unknown_sender",
+    "wrong_rank",
+    "slot_range",
+    "malformed",
+    "loss_in",
+    "loss_out",
+    "no_replica",
+)
+
+
+@dataclass
+class JobStats:
+    """One job index's counters (index 0: packets whose sender is unknown)."""
+
+    job_index: int
+    job_id: int | None = None
+    events: dict[str, int] = field(default_factory=dict)
+
+    def get(self, name: str) -> int:
+        return self.events.get(name, 0)
+
+    @property
+    def aggregated(self) -> int:
+        """Packets added into a slot: contributions plus completions."""
+        return self.get("contribution") + self.get("completion")
+
+    @property
+    def drops(self) -> dict[str, int]:
+        return {r: self.get(r) for r in DROP_REASONS}
+
+    @property
+    def total(self) -> int:
+        return sum(self.events.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "job_index": self.job_index,
+            "job_id": self.job_id,
+            "aggregated": self.aggregated,
+            "contributions": self.get("contribution"),
+            "results_multicast": self.get("completion"),
+            "retransmits_answered": self.get("retransmit_answered"),
+            "duplicates": self.get("duplicate"),
+            "results_sent": self.get("result_sent"),
+            "drops": self.drops,
+        }
+
+
+def read(
+    conn: Connection, schema: Schema, job_ids: dict[int, int] | None = None
+) -> dict[int, JobStats]:
+    """Counters of every job index with a non-zero counter or a job (``job_ids``: index -> id)."""
+    job_ids = job_ids or {}
+    out: dict[int, JobStats] = {}
+
+    def at(index: int) -> JobStats:
+        if index not in out:
+            out[index] = JobStats(index, job_ids.get(index))
+        return out[index]
+
+    for name, events, stride in (
+        (program.JOB_COUNTERS, program.INGRESS_EVENTS, program.INGRESS_STRIDE),
+        (program.EGRESS_COUNTERS, program.EGRESS_EVENTS, program.EGRESS_STRIDE),
+    ):
+        cid = schema.counter(name).id
+        for e in conn.read([schema.counter_entry(name)], f"read {name}"):
+            if e.counter_id != cid or not e.data.packet_count:
+                continue
+            index, event = divmod(e.index.index, stride)
+            ev = events.get(event, f"event{event}")
+            at(index).events[ev] = at(index).get(ev) + e.data.packet_count
+    for index in job_ids:
+        at(index)
+    return dict(sorted(out.items()))
+
+
+def clear_job(conn: Connection, schema: Schema, job_index: int) -> None:
+    """Zero a job index's counters (a new job starts from zero)."""
+    updates = []
+    for name, stride in (
+        (program.JOB_COUNTERS, program.INGRESS_STRIDE),
+        (program.EGRESS_COUNTERS, program.EGRESS_STRIDE),
+    ):
+        updates += [
+            (MODIFY, schema.counter_entry(name, job_index * stride + e, zero=True))
+            for e in range(stride)
+        ]
+    conn.write(updates, f"clear counters of job index {job_index}")
+
+
+def clear_all(conn: Connection, schema: Schema) -> None:
+    conn.write(
+        [
+            (MODIFY, schema.counter_entry(program.JOB_COUNTERS, None, zero=True)),
+            (MODIFY, schema.counter_entry(program.EGRESS_COUNTERS, None, zero=True)),
+        ],
+        "clear counters",
+    )
