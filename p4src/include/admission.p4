@@ -44,7 +44,8 @@ control Admission(inout headers_t hdr, inout metadata_t meta, in standard_metada
             bool has_payload = (hdr.agg.flags & FLAG_NO_PAYLOAD) == 0;
             bit<16> udp_len = has_payload ? UDP_LEN_FULL : UDP_LEN_EMPTY;
             bit<32> frame_len = has_payload ? FRAME_LEN_FULL : FRAME_LEN_EMPTY;
-            if (hdr.agg.msgType != msg_type
+            /* the sparse program also takes dense messages: one job can use both modes */
+            if ((hdr.agg.msgType != msg_type && hdr.agg.msgType != MSG_DENSE)
                     || (hdr.agg.flags & (FLAG_RESULT | FLAG_RETRANSMIT | FLAG_END)) != 0
                     || (has_payload && !hdr.data.isValid())
                     || hdr.udp.length != udp_len

@@ -332,6 +332,19 @@ def test_dense_echoes_next_without_end_flag() -> None:
     check_multicast(fab, job, out, expect)
 
 
+def test_sparse_program_also_aggregates_dense_messages() -> None:
+    """One job can use both modes on the sparse program (mode="auto" in the host agent):
+    a dense message is aggregated as in the dense program, and never ends a stream."""
+    fab = Fabric("sparse")
+    job = fab.add_job(job_id=1, index=1, n=2, base=0, count=1)
+    a = job.workers[0].agg(0, 0, [1] * 64, msg_type=1, next=NEXT_END)
+    b = job.workers[1].agg(0, 0, [2] * 64, msg_type=1, next=NEXT_END)
+    assert fab.send(job.workers[0].port, job.workers[0].frame(a)) == []
+    out = fab.send(job.workers[1].port, job.workers[1].frame(b))
+    expect = Agg(1, FLAG_RESULT, 1, 1, 0, 0, 0, 0, 0, 0, NEXT_END, (3,) * 64)
+    check_multicast(fab, job, out, expect)
+
+
 @pytest.mark.parametrize(
     ("nexts", "minimum"),
     [((9, 3, NEXT_END), 3), ((NEXT_END,) * 3, NEXT_END), ((0, NEXT_END, 1), 0), ((7, 7, 7), 7)],
@@ -371,7 +384,7 @@ def test_k256_smoke(program_k: tuple[str, int]) -> None:
 def test_sparse_message_type_is_checked_per_program(program: str) -> None:
     fab = Fabric(program)
     job = fab.add_job(job_id=1, index=1, n=1, base=0, count=1)
-    other = 3 - fab.msg_type
+    other = 2 if program == "dense" else 3  # the sparse program takes types 1 and 2
     out = job.workers[0].send(0, 0, [1] * 64, msg_type=other)
     assert out == [] and fab.job_counters(1) == {11: 1}
     out = job.workers[0].send(0, 0, [1] * 64)

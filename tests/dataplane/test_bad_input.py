@@ -113,8 +113,9 @@ CASES: dict[str, tuple[Case, int | None, int]] = {
     "ip_length_plus_4": (lambda f, a, b: frame(f, a, ip_len=52 + 4 * f.k), EV_MALFORMED, 1),
     # ---------------------------------------------------------------- type and flags
     "msg_type_0": (lambda f, a, b: frame(f, a, good(f, a, msg_type=0)), EV_MALFORMED, 1),
-    "msg_type_of_the_other_program": (
-        lambda f, a, b: frame(f, a, good(f, a, msg_type=3 - f.msg_type)),
+    # the dense program refuses sparse messages; the sparse one takes both, refuses 3
+    "msg_type_the_program_does_not_take": (
+        lambda f, a, b: frame(f, a, good(f, a, msg_type=2 if f.msg_type == 1 else 3)),
         EV_MALFORMED,
         1,
     ),

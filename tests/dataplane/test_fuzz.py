@@ -88,7 +88,7 @@ def classify(fab: Fabric, raw: bytes) -> str | tuple[int, int] | None:
     has_payload = not flags & FLAG_NO_PAYLOAD
     want_udp = 28 + 4 * fab.k if has_payload else 28
     if (
-        msg_type != fab.msg_type
+        msg_type not in (fab.msg_type, 1)  # the sparse program also takes dense messages
         or flags & (FLAG_RESULT | FLAG_RETRANSMIT | FLAG_END)
         or udp_len != want_udp
         or int.from_bytes(raw[16:18], "big") != want_udp + 20
