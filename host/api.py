@@ -1,0 +1,602 @@
+"""The numpy API: ``AllreduceSession`` sums arrays over a job's workers through the switch.
+
+    from p4reduce.host import AllreduceSession
+
+    with AllreduceSession.join("http://127.0.0.1:9560", job_id=7, rank=r, n=4) as s:
+        y = s.allreduce(x)                       # float32 or int32, any shape
+        s.allreduce(g, op="avg", out=g)          # in place
+        f = s.allreduce_async(h, mode="auto")    # a Future; calls run in submission order
+        s.barrier()
+        f.result()
+
+A session owns one UDP socket (``transport.UdpTransport``), one protocol core
+(``protocol.Session``) and, once ``allreduce_async`` is used, one background thread.
+docs/host.md ("The numpy API") describes errors, recovery, ``mode="auto"`` and statistics.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from ..controller.client import Assignment, RegistrationClient, RegistrationError, Timeouts
+from . import wire
+from .protocol import CallStats, CallTimeout, Done, RetryPolicy, Session, SessionBusy
+from .protocol.call import Call
+from .quantize import block_count, block_exponents, to_blocks
+from .runner import Cancelled, run_call
+from .transport import UdpTransport
+
+log = logging.getLogger("p4reduce.host")
+
+OPS = ("sum", "avg")
+MODES = ("dense", "sparse", "auto")
+
+# mode="auto" (docs/host.md): no agreement round for tensors of at most this many rounds
+# of slots; a float32 call goes sparse only when it saves at least this share of packets.
+AUTO_MIN_ROUNDS = 2
+AUTO_FLOAT_SAVING = 0.2
+_AUTO_BITS = 6  # bits per block in the agreement vector: a count 0..32 fits
+_AUTO_PER_LANE = 5  # blocks per int32 lane (30 bits, no carry between fields)
+
+
+@dataclass
+class AllreduceStats:
+    """Traffic and time of allreduce calls. Packets and bytes are UDP payloads (the
+    aggregation header and elements), both directions, retransmissions included;
+    ``seconds`` is the wall time inside the calls; ``elements`` the tensor elements
+    reduced (the agreement round of ``mode="auto"`` adds traffic and time, not elements)."""
+
+    calls: int = 0
+    packets_sent: int = 0
+    packets_received: int = 0
+    retransmissions: int = 0
+    bytes_sent: int = 0
+    bytes_received: int = 0
+    seconds: float = 0.0
+    elements: int = 0
+
+    def goodput_gbps(self) -> float:
+        """Tensor bytes reduced per second, in Gbit/s: elements × 4 × 8 / seconds / 1e9."""
+        return self.elements * 32 / self.seconds / 1e9 if self.seconds > 0 else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["goodput_gbps"] = self.goodput_gbps()
+        return d
+
+    def _add(self, other: AllreduceStats) -> None:
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+    def _add_call(self, now: CallStats, before: dict[str, int] | None) -> None:
+        """Add a core call's counters (minus what was already added from it)."""
+        b = before or {}
+        self.packets_sent += now.packets_sent - b.get("packets_sent", 0)
+        self.packets_received += now.packets_received - b.get("packets_received", 0)
+        self.retransmissions += now.retransmissions - b.get("retransmissions", 0)
+        self.bytes_sent += now.bytes_sent - b.get("bytes_sent", 0)
+        self.bytes_received += now.bytes_received - b.get("bytes_received", 0)
+
+
+class AllreduceTimeout(CallTimeout):
+    """A call got no result for some slots within the retry policy (``TimeoutError``).
+    ``stuck`` / ``stuck_slots`` / ``stuck_blocks`` name them. The session keeps the call:
+    ``resume()`` once every worker is back, or close every worker's session and join
+    again (docs/host.md, "After a failed call")."""
+
+
+class SessionFailed(SessionBusy):
+    """A new call on a session whose previous call failed and was neither resumed nor
+    reset; names that call and its error."""
+
+
+@dataclass
+class _Pending:
+    """A failed core call and what the user's call still has to do once it completes."""
+
+    call: Call
+    then: Callable[[np.ndarray], np.ndarray]
+    user: _UserCall
+    accounted: dict[str, int]
+
+
+@dataclass
+class _UserCall:
+    """One allreduce as the user asked it, with the statistics it has gathered so far."""
+
+    array: np.ndarray
+    op: str
+    out: np.ndarray | None
+    stats: AllreduceStats
+    t0: float
+
+
+def retry_from_timeouts(t: Timeouts) -> RetryPolicy:
+    """The registration service's worker timeouts as a ``RetryPolicy``: the first wait is
+    ``initial_ms``, doubling up to ``max_ms``; after ``retries`` resends of one packet the
+    last wait ends and the call fails (``give_up_after`` = the sum of those waits)."""
+    first = max(t.initial_ms, 1) / 1000.0
+    cap = max(t.max_ms / 1000.0, first)
+    retries = max(int(t.retries), 0)
+    waits, w = [], first
+    for _ in range(retries + 1):
+        waits.append(w)
+        w = min(w * 2.0, cap)
+    return RetryPolicy(
+        initial_timeout=first,
+        multiplier=2.0,
+        max_timeout=cap,
+        give_up_after=sum(waits),
+        max_attempts=retries + 1,
+    )
+
+
+def _default_mac(ip: str, port: int) -> str:
+    """A locally administered unicast MAC made from the socket's address. On loopback the
+    adapter ignores MACs; on a real network pass the interface's MAC."""
+    a, b, c, d = (int(x) for x in ip.split("."))
+    return f"02:{c:02x}:{d:02x}:{a ^ b:02x}:{port >> 8:02x}:{port & 0xFF:02x}"
+
+
+class AllreduceSession:
+    """A worker's side of one job: allreduce numpy arrays through the switch.
+
+    ``assignment``: the registration service's answer for this worker. ``sock``: the UDP
+    socket registered for it (bound; the session owns it from now on), or None to bind
+    ``(bind_ip, the registered port)``. ``retry``: the retransmission policy (by default
+    from ``assignment.timeouts``). ``registration``: the client used for ``barrier`` and
+    for leaving the job on ``close``; without one, ``barrier`` is unavailable and
+    ``close`` does not leave.
+    """
+
+    def __init__(
+        self,
+        assignment: Assignment,
+        sock: socket.socket | None = None,
+        *,
+        bind_ip: str = "127.0.0.1",
+        retry: RetryPolicy | None = None,
+        registration: RegistrationClient | None = None,
+    ) -> None:
+        a = assignment
+        if a.program not in ("dense", "sparse"):
+            raise ValueError(f"program {a.program!r}: dense or sparse expected")
+        if sock is None:
+            me = [m for m in a.members if m.get("rank") == a.rank]
+            if not me:
+                raise ValueError(f"the assignment names no member with rank {a.rank}")
+            bind = (bind_ip, int(me[0]["udp_port"]))
+        else:
+            bind = (bind_ip, 0)
+        self.assignment = a
+        self.rank = a.rank
+        self.n = a.n
+        self.job_id = a.job_id
+        self.k = a.k
+        self.program = a.program
+        self.retry = retry if retry is not None else retry_from_timeouts(a.timeouts)
+        self.registration = registration
+        self.switch = (a.switch_ip, a.agg_port)
+        self.session = Session(
+            rank=a.rank,
+            n=a.n,
+            job_id=a.job_id,
+            slots=a.slot_count,
+            k=a.k,
+            msg_type=wire.MSG_DENSE,
+            retry=self.retry,
+        )  # checks n, rank, slots, K before the socket is taken
+        self.transport = UdpTransport(self.switch, sock=sock, bind=bind)
+        self.left: dict[str, Any] | None = None  # the service's answer to the leave
+        self.leave_error: RegistrationError | None = None
+        self.last_mode: str | None = None  # "dense" or "sparse": what the last call used
+        self._stats = AllreduceStats()
+        self._last = AllreduceStats()
+        self._stats_lock = threading.Lock()
+        self._lock = threading.RLock()  # one call at a time on the socket and the core
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._executor_lock = threading.Lock()
+        self._closing = threading.Event()
+        self._closed = False
+        self._pending: _Pending | None = None
+        self._broken: BaseException | None = None
+
+    # ------------------------------------------------------------ construction
+
+    @classmethod
+    def join(
+        cls,
+        url: str,
+        job_id: int,
+        rank: int,
+        n: int,
+        *,
+        sock: socket.socket | None = None,
+        bind_ip: str = "127.0.0.1",
+        mac: str | None = None,
+        switch_port: int | None = None,
+        slots: int | None = None,
+        timeout: float = 60.0,
+        retry: RetryPolicy | None = None,
+    ) -> AllreduceSession:
+        """Join job ``job_id`` at the registration service ``url`` as ``rank`` of ``n``.
+
+        The socket is bound first (``sock`` as given, or a new one on ``bind_ip`` with a
+        free port) and its address registered; blocks until all ``n`` ranks joined (at
+        most ``timeout`` seconds). ``switch_port`` defaults to ``rank + 1`` (the switch
+        port the worker's peer is on), ``mac`` to one made from the socket's address
+        (ignored on loopback; pass the interface's MAC on a real network). Raises
+        ``RegistrationError`` when the service refuses or cannot be reached."""
+        own = sock is None
+        if sock is None:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            if sock.getsockname()[1] == 0:
+                sock.bind((bind_ip, 0))
+            ip, port = sock.getsockname()[:2]
+            if ip == "0.0.0.0":
+                ip = bind_ip
+            if ip == "0.0.0.0":
+                raise ValueError(
+                    "the socket is bound to 0.0.0.0: pass bind_ip, the address to register"
+                )
+            reg = RegistrationClient(url, timeout=timeout)
+            a = reg.join(
+                job_id,
+                rank=rank,
+                n=n,
+                ip=ip,
+                udp_port=port,
+                mac=mac or _default_mac(ip, port),
+                switch_port=rank + 1 if switch_port is None else switch_port,
+                slots=slots,
+                timeout=timeout,
+            )
+            return cls(a, sock, bind_ip=bind_ip, retry=retry, registration=reg)
+        except BaseException:
+            if own:
+                sock.close()
+            raise
+
+    # ------------------------------------------------------------ calls
+
+    def allreduce(
+        self,
+        array: np.ndarray,
+        op: str = "sum",
+        mode: str = "dense",
+        out: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """The sum (``op="sum"``) or mean (``"avg"``, float32 only) of ``array`` over the
+        job's workers; float32 or int32, any shape, the same size on every worker.
+
+        ``mode``: ``"dense"`` (every block travels), ``"sparse"`` (only blocks non-zero on
+        some worker; the sparse program only), ``"auto"`` (decided identically on every
+        worker, see docs/host.md). ``out``: an array of the same shape and dtype to write
+        the result into (``out=array`` for in place); returns the result.
+
+        Raises before anything is sent: ``TypeError`` (dtype), ``ValueError`` (NaN/±Inf,
+        an unknown op or mode, sparse on the dense program, a bad ``out``). A call without
+        an answer in time raises ``AllreduceTimeout`` (a ``TimeoutError``)."""
+        if self._executor is not None:
+            # Keep submission order with calls already queued in the background.
+            return self.allreduce_async(array, op, mode, out).result()
+        with self._lock:
+            return self._allreduce(array, op, mode, out)
+
+    def allreduce_async(
+        self,
+        array: np.ndarray,
+        op: str = "sum",
+        mode: str = "dense",
+        out: np.ndarray | None = None,
+    ) -> concurrent.futures.Future[np.ndarray]:
+        """``allreduce`` on the session's background thread; calls (synchronous ones too,
+        from then on) run in submission order. Neither ``array`` nor ``out`` may change
+        until the future is done. Argument errors are raised here, at submission."""
+        a, out = self._check_args(array, op, mode, out)
+        return self._submit(self._allreduce, a, op, mode, out)
+
+    def resume(self) -> np.ndarray:
+        """Finish the call that failed with ``AllreduceTimeout``: resend its outstanding
+        packets with a fresh retry budget and run it (and what the user's call still had
+        to do) to the end. Correct once every worker is back and running or resuming the
+        same call; returns that call's result."""
+        if self._executor is not None:
+            return self._submit(self._resume).result()
+        with self._lock:
+            return self._resume()
+
+    def reset(self, next_call: int | None = None) -> None:
+        """Forget a failed call and put every slot back at set 0, as at job creation.
+        Only correct after the job's slot range was cleared at the switch (the job
+        deleted and created again) and when every worker resets alike, with the same
+        ``next_call``; closing every session and joining again does all of that."""
+        with self._lock:
+            self._pending = None
+            self._broken = None
+            self.session.reset(next_call=next_call)
+            self.transport.discard()  # queued sends and results of the forgotten calls
+
+    def barrier(self, name: str = "default") -> None:
+        """Wait until every worker of the job reached barrier ``name`` (after this
+        session's calls submitted before it have finished)."""
+        if self.registration is None:
+            raise RuntimeError(
+                "barrier needs the registration service: create the session with join()"
+            )
+        if self._executor is not None:
+            self._submit(self._barrier, name).result()
+        else:
+            self._barrier(name)
+
+    @property
+    def stats(self) -> AllreduceStats:
+        """Cumulative statistics of every completed call (a copy)."""
+        with self._stats_lock:
+            s = AllreduceStats()
+            s._add(self._stats)
+            return s
+
+    @property
+    def last_stats(self) -> AllreduceStats:
+        """Statistics of the last completed call (a copy)."""
+        with self._stats_lock:
+            s = AllreduceStats()
+            s._add(self._last)
+            return s
+
+    @property
+    def transport_counters(self) -> dict[str, object]:
+        return self.transport.counters.snapshot()
+
+    def close(self) -> None:
+        """Stop: queued async calls are cancelled and a running one interrupted (its future
+        raises ``Cancelled``); then leave the job at the registration service (the last
+        rank to leave deletes the job) and close the socket. Idempotent. A failed leave is
+        logged and kept in ``leave_error``, not raised."""
+        if self._closed:
+            return
+        self._closed = True
+        self._closing.set()
+        with self._executor_lock:
+            ex = self._executor
+        if ex is not None:
+            ex.shutdown(wait=True, cancel_futures=True)
+        with self._lock:
+            if self.registration is not None:
+                try:
+                    self.left = self.registration.leave(self.job_id, self.rank)
+                except RegistrationError as exc:
+                    self.leave_error = exc
+                    log.warning("job %d rank %d: leave failed: %s", self.job_id, self.rank, exc)
+            self.transport.close()
+
+    def __enter__(self) -> AllreduceSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return (
+            f"AllreduceSession(job {self.job_id}, rank {self.rank} of {self.n}, "
+            f"{self.program}, K {self.k}, {self.session.slots} slots, {self.transport!r}, {state})"
+        )
+
+    # ------------------------------------------------------------ internals
+
+    def _submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
+        self._check_open()
+        with self._executor_lock:
+            if self._executor is None:
+                self._executor = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=1, thread_name_prefix=f"p4reduce-job{self.job_id}-rank{self.rank}"
+                )
+            return self._executor.submit(self._locked, fn, *args)
+
+    def _locked(self, fn: Callable[..., Any], *args: Any) -> Any:
+        with self._lock:
+            return fn(*args)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"job {self.job_id} rank {self.rank}: the session is closed")
+
+    def _check_args(
+        self, array: np.ndarray, op: str, mode: str, out: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        a = np.asarray(array)
+        if a.dtype != np.float32 and a.dtype != np.int32:
+            raise TypeError(
+                f"allreduce of a {a.dtype} array: float32 or int32 expected (convert with astype)"
+            )
+        if op not in OPS:
+            raise ValueError(f"op {op!r}: one of {', '.join(OPS)}")
+        if op == "avg" and a.dtype == np.int32:
+            raise TypeError("op 'avg' of an int32 array: use op='sum' and divide as you need")
+        if mode not in MODES:
+            raise ValueError(f"mode {mode!r}: one of {', '.join(MODES)}")
+        if mode == "sparse" and self.program != "sparse":
+            raise ValueError(
+                f"mode 'sparse' on job {self.job_id}, which runs the dense program "
+                f"(the switch would drop sparse messages as malformed): use mode 'dense' or 'auto'"
+            )
+        if out is not None:
+            if not isinstance(out, np.ndarray):
+                raise TypeError(f"out must be a numpy array, not {type(out).__name__}")
+            if out.shape != a.shape or out.dtype != a.dtype:
+                raise ValueError(
+                    f"out is {out.dtype} {out.shape}, the input {a.dtype} {a.shape}: they must match"
+                )
+            if not out.flags.writeable:
+                raise ValueError("out is read-only")
+        return a, out
+
+    def _allreduce(
+        self, array: np.ndarray, op: str, mode: str, out: np.ndarray | None
+    ) -> np.ndarray:
+        self._check_open()
+        a, out = self._check_args(array, op, mode, out)
+        self._check_idle()
+        user = _UserCall(a, op, out, AllreduceStats(calls=1, elements=a.size), time.monotonic())
+        if mode == "auto":
+            vec = self._auto_vector(a)  # the non-finite check too
+            if vec is not None:
+                return self._run(
+                    vec, wire.MSG_DENSE, user, lambda sums: self._after_agreement(user, sums)
+                )
+            mode = "dense"
+        msg = wire.MSG_SPARSE if mode == "sparse" else wire.MSG_DENSE
+        return self._run(a, msg, user, lambda r: self._finish(user, r))
+
+    def _check_idle(self) -> None:
+        p = self._pending
+        if p is not None:
+            raise SessionFailed(
+                f"job {self.job_id} rank {self.rank}: call {p.call.call_id} failed "
+                f"({p.call.error}); resume() it once every worker is back, or close every "
+                f"session and join again"
+            )
+        if self._broken is not None:
+            raise SessionFailed(
+                f"job {self.job_id} rank {self.rank}: a call broke the session "
+                f"({self._broken}); close every session and join again"
+            )
+
+    def _run(
+        self,
+        tensor: np.ndarray,
+        msg_type: int,
+        user: _UserCall,
+        then: Callable[[np.ndarray], np.ndarray],
+    ) -> np.ndarray:
+        """Create a core call (raising TypeError / ValueError before anything is sent) and
+        drive it; on success continue with ``then``."""
+        ses = self.session
+        ses.msg_type = msg_type  # no call is pending (checked), so this one may switch it
+        call = ses.allreduce(tensor)
+        self.last_mode = "sparse" if msg_type == wire.MSG_SPARSE else "dense"
+        return self._drive(call, then, user, resume=False, accounted=None)
+
+    def _drive(
+        self,
+        call: Call,
+        then: Callable[[np.ndarray], np.ndarray],
+        user: _UserCall,
+        *,
+        resume: bool,
+        accounted: dict[str, int] | None,
+    ) -> np.ndarray:
+        try:
+            end = run_call(call, self.transport, resume=resume, cancel=self._closing)
+        except Cancelled:
+            self._broken = Cancelled(f"call {call.call_id} was cancelled")
+            raise
+        user.stats._add_call(call.stats, accounted)
+        if isinstance(end, Done):
+            return then(end.result)
+        err = end.error
+        if isinstance(err, CallTimeout):
+            self._pending = _Pending(call, then, user, call.stats.as_dict())
+            raise self._timeout(err, call) from None
+        self._broken = err
+        raise err
+
+    def _timeout(self, err: CallTimeout, call: Call) -> AllreduceTimeout:
+        ip, port = self.switch
+        got = call.stats.results
+        why = (
+            f" Nothing came back from the switch at {ip}:{port} during this call: is it "
+            f"running, and is this worker registered?"
+            if call.stats.packets_received == 0
+            else f" ({got} results arrived from {ip}:{port} before that.)"
+        )
+        msg = f"{err}{why} The session keeps the call: resume() it, or close and join again."
+        return AllreduceTimeout(msg, err.call_id, err.stuck, err.in_flight)
+
+    def _resume(self) -> np.ndarray:
+        self._check_open()
+        p = self._pending
+        if p is None:
+            raise RuntimeError(f"job {self.job_id} rank {self.rank}: no failed call to resume")
+        self._pending = None
+        return self._drive(p.call, p.then, p.user, resume=True, accounted=p.accounted)
+
+    def _finish(self, user: _UserCall, result: np.ndarray) -> np.ndarray:
+        if user.op == "avg":
+            np.divide(result, np.float32(self.n), out=result)
+        if user.out is not None:
+            np.copyto(user.out, result)
+            result = user.out
+        st = user.stats
+        st.seconds = time.monotonic() - user.t0
+        with self._stats_lock:
+            self._last = st
+            self._stats._add(st)
+        return result
+
+    def _barrier(self, name: str) -> None:
+        self._check_open()
+        assert self.registration is not None
+        self.registration.barrier(self.job_id, self.rank, name)
+
+    # ------------------------------------------------------------ mode="auto"
+
+    def _auto_vector(self, a: np.ndarray) -> np.ndarray | None:
+        """The agreement round's int32 vector, or None when the decision is dense without
+        one: on the dense program, or for a tensor of at most AUTO_MIN_ROUNDS rounds of
+        the job's slots. Both depend only on what every worker shares (the program, the
+        size, S), so every worker takes the same branch. Checks for NaN/±Inf first."""
+        blocks = to_blocks(a, self.k)
+        if a.dtype == np.float32:
+            nonzero = block_exponents(blocks) != 0  # raises NonFiniteError
+        else:
+            nonzero = blocks.any(axis=1)
+        nb = blocks.shape[0]
+        if self.program != "sparse" or nb <= AUTO_MIN_ROUNDS * self.session.slots:
+            return None
+        # Pack one 6-bit field per block, 5 blocks per int32 lane: the switch's sum of
+        # a field is the number of workers with that block non-zero (at most 32 < 64).
+        lanes = -(-nb // _AUTO_PER_LANE)
+        padded = np.zeros(lanes * _AUTO_PER_LANE, dtype=np.int32)
+        padded[:nb] = nonzero
+        shifts = np.arange(_AUTO_PER_LANE, dtype=np.int32) * _AUTO_BITS
+        return (padded.reshape(lanes, _AUTO_PER_LANE) << shifts).sum(axis=1, dtype=np.int32)
+
+    def _after_agreement(self, user: _UserCall, sums: np.ndarray) -> np.ndarray:
+        """Every worker gets the same ``sums``, so every worker decides alike."""
+        a = user.array
+        nb = block_count(a.size, self.k)
+        fields_ = (sums[:, None] >> (np.arange(_AUTO_PER_LANE) * _AUTO_BITS)) & 0x3F
+        union = int(np.count_nonzero(fields_.reshape(-1)[:nb]))
+        msg = decide_auto(union, nb, self.session.slots, a.dtype == np.float32)
+        return self._run(a, msg, user, lambda r: self._finish(user, r))
+
+
+def decide_auto(union: int, blocks: int, slots: int, is_float: bool) -> int:
+    """The message type ``mode="auto"`` uses, from the number of blocks non-zero on some
+    worker (``union``, the same on every worker after the agreement round).
+
+    Packets per worker and direction: dense sends every block (B, plus min(S, B) priming
+    packets for float32); sparse primes every slot and sends the union (min(S, B) + U).
+    int32 goes sparse when that is fewer packets (the result is exact either way).
+    float32 goes sparse only when it saves at least AUTO_FLOAT_SAVING of the packets:
+    sparse quantizes a slot's whole stride class with one exponent, coarser than dense's
+    per-block exponents, which is worth it only for a clear saving."""
+    active = min(slots, blocks)
+    sparse = active + union
+    if is_float:
+        dense = blocks + active
+        return wire.MSG_SPARSE if sparse <= (1 - AUTO_FLOAT_SAVING) * dense else wire.MSG_DENSE
+    return wire.MSG_SPARSE if sparse < blocks else wire.MSG_DENSE

@@ -1,0 +1,117 @@
+"""End-to-end tests of the host agent through ``p4reduce-switch`` running the P4 programs.
+
+The helpers next to this file (stack.py) are imported by name, so this folder goes on
+sys.path. Each program is compiled once per session, for an aggregation UDP port nobody
+else uses (the loopback adapter listens on it); each module gets one switch + registration
+service per program; every test's sessions are closed (their jobs deleted) in a finally.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from stack import Stack, close_all, compile_program, free_udp_port  # noqa: E402
+
+POOL = 8  # worker sockets (switch ports 1..8) per stack
+
+
+@pytest.fixture(scope="session")
+def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, int]]:
+    """Each program with its own aggregation port, so a dense and a sparse switch can run
+    side by side (their adapters listen on those ports)."""
+    out = tmp_path_factory.mktemp("build")
+    builds = {}
+    for name in ("dense", "sparse"):
+        port = free_udp_port()
+        builds[name] = (compile_program(name, out, port), port)
+    return builds
+
+
+def _stack(program: str, builds: dict[str, tuple[Path, int]]) -> Iterator[Stack]:
+    prefix, port = builds[program]
+    pool = []
+    try:
+        for _ in range(POOL):
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            pool.append(s)
+            s.bind(("127.0.0.1", 0))
+        stack = Stack(program, prefix, port, pool).start()
+        try:
+            yield stack
+        finally:
+            stack.stop()
+    finally:
+        for s in pool:
+            s.close()
+
+
+@pytest.fixture(scope="module")
+def dense_stack(builds: dict[str, tuple[Path, int]]) -> Iterator[Stack]:
+    yield from _stack("dense", builds)
+
+
+@pytest.fixture(scope="module")
+def sparse_stack(builds: dict[str, tuple[Path, int]]) -> Iterator[Stack]:
+    yield from _stack("sparse", builds)
+
+
+class Jobs:
+    """Joins jobs on a stack and remembers the sessions, so the fixture closes them."""
+
+    def __init__(self, stack: Stack) -> None:
+        self.stack = stack
+        self.groups: list[list] = []
+
+    def join(self, n: int, **kw):  # noqa: ANN201 - list[AllreduceSession]
+        sessions = self.stack.join(n, **kw)
+        self.groups.append(sessions)
+        return sessions
+
+    def close(self) -> None:
+        for g in self.groups:
+            close_all(g)
+
+
+@pytest.fixture
+def dense(dense_stack: Stack) -> Iterator[Jobs]:
+    jobs = Jobs(dense_stack)
+    try:
+        yield jobs
+    finally:
+        jobs.close()
+
+
+@pytest.fixture
+def sparse(sparse_stack: Stack) -> Iterator[Jobs]:
+    jobs = Jobs(sparse_stack)
+    try:
+        yield jobs
+    finally:
+        try:
+            jobs.close()
+        finally:
+            sparse_stack.clear_loss()
+
+
+@pytest.fixture(autouse=True)
+def no_thread_left() -> Iterator[None]:
+    """Every thread a test starts (workers, sessions' background threads, reflectors) has
+    ended once its fixtures are torn down."""
+    before = set(threading.enumerate())
+    yield
+    deadline = time.monotonic() + 5.0
+    while True:
+        extra = [t for t in threading.enumerate() if t not in before and t.is_alive()]
+        if not extra or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert not extra, f"threads left running: {[t.name for t in extra]}"

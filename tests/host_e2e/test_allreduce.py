@@ -1,0 +1,379 @@
+"""AllreduceSession end to end: workers (threads here) join through ``p4reduce-ctl serve``
+and sum arrays through ``p4reduce-switch`` running dense.p4 or sparse.p4 behind the
+loopback UDP adapter. Results are checked against numpy: int32 exactly (wrapping), float32
+within docs/protocol.md's bound plus half an ulp of the result."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from conftest import Jobs
+from p4reduce.host import (
+    AllreduceSession,
+    AllreduceTimeout,
+    RetryPolicy,
+    SessionFailed,
+    decide_auto,
+)
+from p4reduce.host.quantize import NonFiniteError
+from p4reduce.host.wire import MSG_DENSE, MSG_SPARSE
+from stack import K, _bound, check, make_tensor, on_all, reference
+
+SIZES = [1, K - 1, K, K + 1]
+DTYPES = [np.float32, np.int32]
+
+
+def run_all(sessions: list[AllreduceSession], xs: list[np.ndarray], **kw) -> list[np.ndarray]:
+    return on_all(sessions, lambda s, r: s.allreduce(xs[r], **kw))
+
+
+def tensors(seed: int, n: int, m: int, dtype: type, density: float = 1.0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [make_tensor(rng, m, dtype, density) for _ in range(n)]
+
+
+def same_sets(sessions: list[AllreduceSession]) -> np.ndarray:
+    sets = [s.session.sets for s in sessions]
+    for other in sets[1:]:
+        np.testing.assert_array_equal(other, sets[0])
+    return sets[0]
+
+
+# ------------------------------------------------------------------ sizes and worker counts
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 8])
+def test_dense_sizes_and_dtypes(dense: Jobs, n: int) -> None:
+    """Consecutive calls on one job: M in {1, K−1, K, K+1, 1000} (1000: 16 blocks over 4
+    slots, four uses per slot), both dtypes, then empty and 0-d tensors; sets alternate
+    across calls in step."""
+    sessions = dense.join(n, slots=4)
+    calls = 0
+    for m in [*SIZES, 1000]:
+        for dtype in DTYPES:
+            xs = tensors(m * 7 + n, n, m, dtype)
+            for r in run_all(sessions, xs):
+                check(r, xs)
+            calls += 1
+    # an empty tensor and a 0-d one: shapes kept, the workers stay in step
+    for shape in [(0,), (), (3, 0)]:
+        xs = [np.full(shape, r + 1, dtype=np.float32) for r in range(n)]
+        for r in run_all(sessions, xs):
+            assert r.shape == shape and r.dtype == np.float32
+            check(r, xs)
+        calls += 1
+    assert all(s.stats.calls == calls for s in sessions)
+    same_sets(sessions)
+    # mode="auto" on the dense program is dense, with no agreement round
+    xs = tensors(99, n, 1000, np.float32)
+    for r in run_all(sessions, xs, mode="auto"):
+        check(r, xs)
+    assert {s.last_mode for s in sessions} == {"dense"}
+    assert sessions[0].last_stats.packets_sent == 16 + 4  # blocks + priming, nothing else
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 8])
+def test_sparse_densities(sparse: Jobs, n: int) -> None:
+    """Sparse messages at block densities 1 %, 10 %, 100 % (and all-zero tensors, which
+    the small sizes at 1 % mostly are), every size, both dtypes, consecutive calls."""
+    sessions = sparse.join(n, slots=8)
+    for density in (0.01, 0.1, 1.0):
+        for m in [*SIZES, 3000]:
+            for dtype in DTYPES:
+                xs = tensors(int(density * 100) + m + n, n, m, dtype, density)
+                for r in run_all(sessions, xs, mode="sparse"):
+                    check(r, xs, sparse_slots=8)
+                assert {s.last_mode for s in sessions} == {"sparse"}
+    same_sets(sessions)
+
+
+def test_sparse_moves_only_the_union(sparse: Jobs) -> None:
+    """A block non-zero on no worker never travels: 2 workers, disjoint 2 % supports."""
+    sessions = sparse.join(2, slots=8)
+    nb = 800
+    xs = [np.zeros(nb * K, dtype=np.int32) for _ in range(2)]
+    xs[0][: 8 * K] = 1  # blocks 0..7 on rank 0
+    xs[1][100 * K : 108 * K] = 2  # blocks 100..107 on rank 1
+    for r in run_all(sessions, xs, mode="sparse"):
+        check(r, xs)
+    # per worker: a priming packet per slot, then the 16 blocks of the union
+    assert [s.last_stats.packets_sent for s in sessions] == [8 + 16, 8 + 16]
+
+
+@pytest.mark.parametrize(
+    "program, n, dtype, mode, density",
+    [
+        ("dense", 2, np.float32, "dense", 1.0),
+        ("dense", 4, np.float32, "dense", 1.0),
+        ("sparse", 2, np.float32, "sparse", 0.01),
+        ("sparse", 2, np.int32, "sparse", 0.01),
+        ("sparse", 4, np.float32, "sparse", 0.1),
+        ("sparse", 2, np.float32, "auto", 0.01),
+        ("sparse", 2, np.int32, "auto", 1.0),
+    ],
+)
+def test_million_elements(
+    request: pytest.FixtureRequest, program: str, n: int, dtype: type, mode: str, density: float
+) -> None:
+    """M = 1,000,003 (15,626 blocks, the last one 3 elements long), 64 slots. Prints the
+    goodput (docs/host.md quotes it); no timing is asserted."""
+    jobs: Jobs = request.getfixturevalue(program)
+    sessions = jobs.join(n)
+    xs = tensors(1_000_003 + n, n, 1_000_003, dtype, density)
+    results = run_all(sessions, xs, mode=mode)
+    used = sessions[0].last_mode
+    assert {s.last_mode for s in sessions} == {used}
+    for r in results:
+        check(r, xs, sparse_slots=64 if used == "sparse" else None)
+    if mode == "auto":
+        assert used == ("sparse" if density < 0.5 else "dense")
+    st = sessions[0].last_stats
+    print(
+        f"\n[figure] {program}.p4 {mode}->{used} {np.dtype(dtype).name} n={n} M=1,000,003 "
+        f"density={density:g}: {st.seconds:.2f} s, {st.goodput_gbps() * 1000:.1f} Mbit/s goodput, "
+        f"{st.packets_sent} packets sent by rank 0, {st.retransmissions} retransmissions"
+    )
+
+
+# ------------------------------------------------------------------ loss
+
+
+@pytest.mark.parametrize("n, m", [(3, 20_000), (8, 3_000)])
+def test_five_percent_loss_both_ways(sparse: Jobs, n: int, m: int) -> None:
+    """5 % of the aggregation packets dropped on arrival and of the results on departure,
+    on every worker's port: int32 still exact, float32 within the bound, dense and sparse
+    messages (the sparse program takes both), consecutive calls."""
+    sparse.stack.set_loss(0.05, range(n))
+    sessions = sparse.join(n, slots=16, retry=RetryPolicy(initial_timeout=0.05, max_timeout=0.4))
+    retransmissions = 0
+    for mode, density in (("dense", 1.0), ("sparse", 0.1)):
+        for dtype in DTYPES:
+            xs = tensors(5 + len(mode), n, m, dtype, density)
+            for r in run_all(sessions, xs, mode=mode):
+                check(r, xs, sparse_slots=16 if mode == "sparse" else None)
+            retransmissions += sum(s.last_stats.retransmissions for s in sessions)
+    assert retransmissions > 0
+    same_sets(sessions)
+    job = sessions[0].job_id
+    stats = {s["job_id"]: s for s in sparse.stack.ctl("stats")["jobs"]}[job]
+    assert stats["drops"]["loss_in"] > 0 and stats["drops"]["loss_out"] > 0
+
+
+def test_two_jobs_at_once_stay_apart(sparse: Jobs) -> None:
+    """Two jobs on one switch at the same time, each with its own slots and group: one
+    dense float32, one sparse int32; neither sees the other's sums."""
+    a = sparse.join(2, slots=8)
+    b = sparse.join(3, slots=8, first=2)
+    assert a[0].assignment.slot_base != b[0].assignment.slot_base
+    xa = tensors(31, 2, 4000, np.float32)
+    xb = tensors(32, 3, 4000, np.int32, 0.2)
+
+    def work(s: AllreduceSession, i: int) -> np.ndarray:
+        if i < 2:
+            return s.allreduce(xa[i])
+        return s.allreduce(xb[i - 2], mode="sparse")
+
+    results = on_all([*a, *b], work)
+    for r in results[:2]:
+        check(r, xa)
+    for r in results[2:]:
+        check(r, xb)
+
+
+# ------------------------------------------------------------------ API features
+
+
+def test_avg_and_in_place(dense: Jobs) -> None:
+    n = 3
+    sessions = dense.join(n, slots=8)
+    xs = tensors(3, n, 5000, np.float32)
+    originals = [x.copy() for x in xs]
+    results = on_all(sessions, lambda s, r: s.allreduce(xs[r], op="avg", out=xs[r]))
+    tol = _bound(originals, K, None) / n
+    exact = reference(originals) / n
+    for r, x in zip(results, xs, strict=True):
+        assert r is x  # written in place, returned
+        err = np.abs(x.astype(np.float64) - exact)
+        assert (err <= tol + 1.5 * np.spacing(np.abs(x)).astype(np.float64)).all()
+    # into another array of the input's shape, 2-D
+    ys = [x.reshape(50, 100) for x in tensors(4, n, 5000, np.int32)]
+    outs = [np.empty_like(y) for y in ys]
+    results = on_all(sessions, lambda s, r: s.allreduce(ys[r], out=outs[r]))
+    for r, o in zip(results, outs, strict=True):
+        assert r is o
+        check(o, ys)
+
+
+def test_async_calls_overlap_and_keep_order(dense: Jobs) -> None:
+    """Several calls in flight per worker (futures), mixed dtypes and sizes, an in-place
+    one, then a synchronous call and a barrier, which queue behind them."""
+    n = 3
+    sessions = dense.join(n, slots=8)
+    inputs = [tensors(10 + i, n, m, dt) for i, (m, dt) in enumerate(
+        [(4000, np.float32), (K + 1, np.int32), (2500, np.float32), (1, np.int32)]
+    )]  # fmt: skip
+    copies = [[x.copy() for x in xs] for xs in inputs]
+
+    def worker(s: AllreduceSession, r: int) -> list[np.ndarray]:
+        futures = [s.allreduce_async(xs[r]) for xs in inputs[:3]]
+        futures.append(s.allreduce_async(inputs[3][r], out=inputs[3][r]))
+        last = s.allreduce(inputs[0][r])  # after the four queued calls
+        s.barrier("after-async")
+        return [f.result(timeout=60) for f in futures] + [last]
+
+    for r, results in enumerate(on_all(sessions, worker)):
+        for res, xs in zip(results[:4], copies, strict=True):
+            check(res, xs)
+        check(results[4], copies[0])
+        assert results[3] is inputs[3][r]
+        assert sessions[r].stats.calls == 5
+
+
+def test_auto_mode_agrees_across_workers(sparse: Jobs) -> None:
+    """mode="auto" on the sparse program: every worker takes the same decision although
+    their local densities differ (an agreement round counts the union of non-zero
+    blocks); tiny tensors go dense with no agreement round."""
+    n = 4
+    sessions = sparse.join(n, slots=8)
+    m = 200 * K
+
+    def dens(ds: list[float], dtype: type, seed: int) -> list[np.ndarray]:
+        rng = np.random.default_rng(seed)
+        return [make_tensor(rng, m, dtype, d) for d in ds]
+
+    cases = [
+        (dens([0.05, 0.0, 0.0, 0.0], np.float32, 1), "sparse"),  # union 5 %
+        (dens([1.0, 0.0, 0.0, 0.0], np.float32, 2), "dense"),  # union 100 % (rank 0)
+        (dens([0.01, 0.02, 0.01, 0.02], np.int32, 3), "sparse"),
+        (dens([0.3, 0.3, 0.3, 0.3], np.int32, 4), "sparse"),  # union about 76 %: fewer packets
+        (dens([0.7, 0.7, 0.7, 0.7], np.int32, 4), "dense"),  # union about 99 %
+        (dens([0.5, 0.5, 0.5, 0.5], np.float32, 4), "dense"),  # float: saves under 20 %
+        (dens([0.0] * 4, np.float32, 5), "sparse"),  # all zero: only the priming
+    ]
+    for xs, expected in cases:
+        union = int(np.count_nonzero(np.any([x.reshape(-1, K) != 0 for x in xs], axis=(0, 2))))
+        msg = decide_auto(union, 200, 8, xs[0].dtype == np.float32)
+        assert msg == (MSG_SPARSE if expected == "sparse" else MSG_DENSE), (union, expected)
+        for r in run_all(sessions, xs, mode="auto"):
+            check(r, xs, sparse_slots=8 if expected == "sparse" else None)
+        assert [s.last_mode for s in sessions] == [expected] * n
+    # 2 rounds of slots or fewer: dense, no agreement round
+    xs = dens([0.01] * 4, np.float32, 6)
+    xs = [x[: 16 * K] for x in xs]
+    for r in run_all(sessions, xs, mode="auto"):
+        check(r, xs)
+    assert [s.last_mode for s in sessions] == ["dense"] * n
+    assert sessions[0].last_stats.packets_sent == 16 + 8
+
+
+def test_argument_errors_send_nothing(dense: Jobs, sparse: Jobs) -> None:
+    sessions = dense.join(2, slots=4)
+    s = sessions[0]
+    x = np.ones(100, dtype=np.float32)
+    before = s.transport_counters["sent"]
+    bad = x.copy()
+    bad[7] = np.nan
+    with pytest.raises(NonFiniteError, match="index 7|7"):
+        s.allreduce(bad)
+    with pytest.raises(ValueError):
+        s.allreduce(np.array([1.0, np.inf], dtype=np.float32), mode="auto")
+    with pytest.raises(TypeError, match="float64"):
+        s.allreduce(np.ones(3))
+    with pytest.raises(TypeError, match="float64"):
+        s.allreduce_async(np.ones(3))
+    with pytest.raises(ValueError, match="dense program"):
+        s.allreduce(x, mode="sparse")
+    with pytest.raises(ValueError, match="op"):
+        s.allreduce(x, op="max")
+    with pytest.raises(ValueError, match="mode"):
+        s.allreduce(x, mode="fast")
+    with pytest.raises(ValueError, match="out"):
+        s.allreduce(x, out=np.empty(99, dtype=np.float32))
+    with pytest.raises(ValueError, match="out"):
+        s.allreduce(x, out=np.empty(100, dtype=np.int32))
+    with pytest.raises(TypeError, match="avg"):
+        s.allreduce(np.ones(3, dtype=np.int32), op="avg")
+    assert s.transport_counters["sent"] == before
+    assert s.stats.calls == 0
+    # nothing was used up: both workers are still in step
+    xs = tensors(1, 2, 100, np.float32)
+    for r in run_all(sessions, xs):
+        check(r, xs)
+    # NaN under mode="auto" is refused before the agreement round
+    sp = sparse.join(1, slots=1)[0]
+    big = np.zeros(10 * K, dtype=np.float32)
+    big[-1] = np.inf
+    with pytest.raises(NonFiniteError):
+        sp.allreduce(big, mode="auto")
+    assert sp.transport_counters["sent"] == 0
+
+
+def test_leave_at_close_deletes_the_job(dense: Jobs) -> None:
+    sessions = dense.join(3, slots=2)
+    job = sessions[0].job_id
+    xs = tensors(8, 3, 300, np.int32)
+    for r in run_all(sessions, xs):
+        check(r, xs)
+    assert job in dense.stack.job_ids()
+    for s in sessions:
+        s.close()
+        s.close()  # idempotent
+    assert [s.left["deleted"] for s in sessions] == [False, False, True]
+    assert job not in dense.stack.job_ids()
+    with pytest.raises(RuntimeError, match="closed"):
+        sessions[0].allreduce(xs[0])
+
+
+# ------------------------------------------------------------------ failures
+
+
+def test_silent_worker_timeout_then_resume(dense: Jobs) -> None:
+    """Rank 1 stays away: rank 0 fails within its give-up bound naming the stuck slots;
+    new calls are refused until the failed one is resumed; once rank 1 runs the same call
+    and rank 0 resumes, both get the exact sum and the next call works."""
+    give_up = 1.0
+    retry = RetryPolicy(initial_timeout=0.05, max_timeout=0.2, give_up_after=give_up)
+    s0, s1 = dense.join(2, slots=4, retry=retry)
+    xs = tensors(21, 2, 1000, np.int32)
+    t = time.monotonic()
+    with pytest.raises(AllreduceTimeout) as info:
+        s0.allreduce(xs[0])
+    waited = time.monotonic() - t
+    assert give_up <= waited < give_up + 1.0
+    err = info.value
+    assert isinstance(err, TimeoutError)
+    assert err.stuck_slots == [0, 1, 2, 3] and "slot 0" in str(err)
+    with pytest.raises(SessionFailed, match="resume"):
+        s0.allreduce(xs[0])
+    both = on_all([s0, s1], lambda s, r: s.resume() if r == 0 else s.allreduce(xs[1]))
+    for r in both:
+        check(r, xs)
+    ys = tensors(22, 2, 1000, np.float32)
+    for r in run_all([s0, s1], ys):
+        check(r, ys)
+    same_sets([s0, s1])
+
+
+def test_async_failure_then_resume_through_auto(sparse: Jobs) -> None:
+    """The failed call is the agreement round of an async mode="auto" call: its future
+    raises AllreduceTimeout, the call queued behind it SessionFailed; resume() (queued on
+    the session's thread) finishes the agreement and the sparse call after it."""
+    retry = RetryPolicy(initial_timeout=0.05, max_timeout=0.2, give_up_after=1.0)
+    s0, s1 = sparse.join(2, slots=4, retry=retry)
+    xs = tensors(41, 2, 100 * K, np.float32, 0.02)
+    ys = tensors(42, 2, 300, np.int32)
+    f1 = s0.allreduce_async(xs[0], mode="auto")
+    f2 = s0.allreduce_async(ys[0])
+    with pytest.raises(AllreduceTimeout):
+        f1.result(timeout=30)
+    with pytest.raises(SessionFailed):
+        f2.result(timeout=30)
+    both = on_all([s0, s1], lambda s, r: s.resume() if r == 0 else s.allreduce(xs[1], mode="auto"))
+    assert s0.last_mode == s1.last_mode == "sparse"
+    for r in both:
+        check(r, xs, sparse_slots=4)
+    for r in run_all([s0, s1], ys):
+        check(r, ys)
+    assert s0.stats.calls == s1.stats.calls == 2
