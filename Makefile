@@ -42,6 +42,7 @@ bench: install
 	$(PY) bench/interpreter.py
 	$(PY) bench/switch.py
 	$(PY) bench/dataplane.py
+	$(PY) bench/allreduce.py
 
 clean:
 	rm -rf build .pytest_cache

@@ -1,0 +1,493 @@
+"""All-reduce speed on the local stack: the embedded switch, the controller and worker
+processes on 127.0.0.1 (``p4reduce.testbed.local.LocalStack``, as ``p4reduce check`` runs).
+
+Printed, and written to ``--out`` as one CSV and one PNG per figure:
+
+- ``sizes``: time and goodput per all-reduce against tensor size (dense float32, N workers);
+- ``workers``: time and goodput against the number of workers (fixed size);
+- ``density``: sparse time against density, next to dense on the same data (sparse program);
+- ``quantize``: quantize + dequantize throughput next to ``np.copyto`` of the same array;
+- ``pps``: packets per second per worker, for every run above, next to a plain Python UDP
+  echo process driven the same way (same datagram size, same window).
+
+Same-run baselines, so the ratios compare across machines: the UDP echo (goodput and
+packets/s of a Python process that only bounces datagrams), and ``np.copyto`` for the
+quantization. Timings are printed, never asserted. Goodput = tensor bits / time of the
+slowest worker's call; each figure is the median of ``--repeat`` calls after one warm-up.
+
+Workers are processes by default (``--runner threads`` runs them as threads of this
+process instead; see docs/testbed.md for the comparison).
+
+    python bench/allreduce.py [--workers N] [--sizes M,M,...] [--worker-counts N,N,...]
+        [--density-elements M] [--densities D,D,...] [--repeat R] [--slots S] [--k 64|256]
+        [--quant-elements M] [--runner processes|threads] [--out DIR] [--json] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from p4reduce.host import quantize as Q
+from p4reduce.testbed.local import LocalStack, Proc
+from p4reduce.testbed.worker import run_plan
+
+ROOT = Path(__file__).resolve().parents[1]
+
+ECHO = """
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.1", 0))
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+print(s.getsockname()[1], flush=True)
+while True:
+    data, peer = s.recvfrom(65536)
+    s.sendto(data, peer)
+"""
+
+
+def ints(text: str) -> list[int]:
+    return [int(float(x)) for x in text.split(",") if x]
+
+
+def floats(text: str) -> list[float]:
+    return [float(x) for x in text.split(",") if x]
+
+
+def log(msg: str) -> None:
+    print(f"allreduce bench: {msg}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------- running plans
+class Runner:
+    """Runs a plan on n workers of a stack, as processes or as threads of this process."""
+
+    def __init__(self, stack: LocalStack, kind: str, timeout: float) -> None:
+        self.stack = stack
+        self.kind = kind
+        self.timeout = timeout
+        self.job = 0
+
+    def run(self, n: int, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        self.job += 1
+        if self.kind == "processes":
+            procs: list[Proc] = self.stack.spawn_workers(self.job, n, plan, timeout=self.timeout)
+            results = self.stack.wait_workers(procs, self.timeout * max(1, len(plan)))
+            return [line for r in results for line in r.lines]
+        lines: list[dict[str, Any]] = []
+        errors: list[str] = []
+
+        def work(rank: int) -> None:
+            try:
+                lines.extend(
+                    run_plan(
+                        self.stack.url,
+                        self.job,
+                        rank,
+                        n,
+                        self.stack.sockets[rank].dup(),
+                        rank + 1,
+                        plan,
+                        slots=self.stack.slots,
+                        timeout=self.timeout,
+                    )  # fmt: skip
+                )
+            except Exception as err:  # noqa: BLE001 - reported below
+                errors.append(f"worker {rank}: {type(err).__name__}: {err}")
+
+        threads = [threading.Thread(target=work, args=(r,), daemon=True) for r in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise RuntimeError(errors[0])
+        return lines
+
+
+def summarize(lines: list[dict[str, Any]], item: int) -> dict[str, float]:
+    """Median over calls of: the slowest rank's time, packets/s per worker (mean over
+    ranks), packets sent per worker, retransmissions (all ranks)."""
+    mine = [ln for ln in lines if ln["item"] == item]
+    calls = sorted({ln["call"] for ln in mine})
+    secs, pps, pkts, retx = [], [], [], []
+    for c in calls:
+        group = [ln for ln in mine if ln["call"] == c]
+        secs.append(max(ln["seconds"] for ln in group))
+        sent = [ln.get("stats", {}).get("packets_sent", float("nan")) for ln in group]
+        pps.append(statistics.fmean(s / ln["seconds"] for s, ln in zip(sent, group, strict=True)))
+        pkts.append(statistics.fmean(sent))
+        retx.append(sum(ln.get("stats", {}).get("retransmissions", 0) for ln in group))
+    return {
+        "seconds": statistics.median(secs),
+        "pps_per_worker": statistics.median(pps),
+        "packets_per_worker": statistics.median(pkts),
+        "retransmissions": statistics.median(retx),
+    }
+
+
+def item(m: int, *, mode: str = "dense", density: float = 1.0, k: int, repeat: int) -> dict:
+    return {
+        "elements": m, "dtype": "float32", "mode": mode, "density": density, "seed": 1,
+        "k": k, "repeat": repeat, "warmup": 1,
+    }  # fmt: skip
+
+
+def goodput(m: int, seconds: float) -> float:
+    return m * 32 / seconds / 1e9
+
+
+# ---------------------------------------------------------------------- baselines
+def udp_echo(k: int, window: int, packets: int) -> dict[str, float]:
+    """A Python UDP echo process: datagrams of a full aggregation packet's payload size,
+    ``window`` in flight, as one worker drives the switch."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", ECHO], stdout=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL
+    )
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline())
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("127.0.0.1", 0))
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+        s.settimeout(5)
+        payload = b"\0" * (20 + 4 * k)
+        target = ("127.0.0.1", port)
+        for _ in range(min(window, packets)):  # warm up
+            s.sendto(payload, target)
+        for _ in range(min(window, packets)):
+            s.recvfrom(65536)
+        sent = got = 0
+        t0 = time.perf_counter()
+        while got < packets:
+            while sent < packets and sent - got < window:
+                s.sendto(payload, target)
+                sent += 1
+            s.recvfrom(65536)
+            got += 1
+        t = time.perf_counter() - t0
+        s.close()
+    finally:
+        proc.kill()
+        proc.wait()
+    return {"pps": packets / t, "goodput_gbps": packets * k * 32 / t / 1e9}
+
+
+def best(fn: Callable[[], object], reps: int) -> float:
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return min(ts)
+
+
+def quantize_rows(m: int, k: int, reps: int) -> list[dict[str, Any]]:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(m, dtype=np.float32)
+    blocks = Q.to_blocks(x, k)
+    dst = np.empty_like(blocks)
+    rows = []
+    for n in (4, 3):
+        own = Q.block_exponents(blocks)
+        q = np.empty(blocks.shape, dtype=np.int32)
+        out = np.empty(blocks.shape, dtype=np.float32)
+        t_copy = best(lambda: np.copyto(dst, blocks), reps)
+        t_q = best(lambda: Q.quantize(blocks, own, n, own=own, out=q), reps)  # noqa: B023
+        t_d = best(lambda: Q.dequantize(q, own, n, out=out), reps)  # noqa: B023
+        t_e = best(lambda: Q.block_exponents(blocks), reps)
+        t_copy = min(t_copy, best(lambda: np.copyto(dst, blocks), reps))
+        for what, t in (
+            ("np.copyto", t_copy),
+            ("quantize+dequantize", t_q + t_d),
+            ("exponents+quantize+dequantize", t_e + t_q + t_d),
+        ):
+            rows.append(
+                {
+                    "n": n,
+                    "what": what,
+                    "elements": m,
+                    "seconds": t,
+                    "gbytes_per_s": m * 4 / t / 1e9,
+                    "ratio_to_copyto": t_copy / t,
+                }  # fmt: skip
+            )
+    return rows
+
+
+# ---------------------------------------------------------------------- output
+def write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
+
+
+def plots(out: Path, fig: dict[str, list[dict[str, Any]]], echo: dict[str, float]) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+
+    def save(name: str, f: Any) -> None:
+        f.tight_layout()
+        f.savefig(out / f"{name}.png", dpi=110)
+        plt.close(f)
+        written.append(str(out / f"{name}.png"))
+
+    def time_goodput(name: str, rows: list[dict[str, Any]], x: str, xlabel: str, log: bool) -> None:
+        if not rows:
+            return
+        f, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
+        xs = [r[x] for r in rows]
+        a.plot(xs, [r["seconds"] * 1e3 for r in rows], "o-")
+        a.set_xlabel(xlabel)
+        a.set_ylabel("time per all-reduce (ms)")
+        b.plot(xs, [r["goodput_gbps"] for r in rows], "o-", label="all-reduce")
+        b.axhline(echo["goodput_gbps"], color="gray", ls="--", label="UDP echo (1 worker)")
+        b.set_xlabel(xlabel)
+        b.set_ylabel("goodput (Gb/s)")
+        b.set_yscale("log")
+        b.legend()
+        if log:
+            a.set_xscale("log")
+            a.set_yscale("log")
+            b.set_xscale("log")
+        f.suptitle(f"all-reduce on the embedded switch: {name}")
+        save(name, f)
+
+    time_goodput("sizes", fig["sizes"], "elements", "elements (float32)", True)
+    time_goodput("workers", fig["workers"], "workers", "workers", False)
+
+    if fig["density"]:
+        f, a = plt.subplots(figsize=(6, 4))
+        rows = fig["density"]
+        a.plot([r["density"] for r in rows], [r["sparse_seconds"] * 1e3 for r in rows], "o-",
+               label="sparse")  # fmt: skip
+        a.plot([r["density"] for r in rows], [r["dense_seconds"] * 1e3 for r in rows], "s-",
+               label="dense")  # fmt: skip
+        a.set_xscale("log")
+        a.set_xlabel("density (fraction of non-zero blocks per worker)")
+        a.set_ylabel("time per all-reduce (ms)")
+        a.legend()
+        a.set_title(
+            f"sparse vs dense, {rows[0]['elements']} elements, {rows[0]['workers']} workers"
+        )
+        save("density", f)
+
+    if fig["quantize"]:
+        f, a = plt.subplots(figsize=(7, 4))
+        rows = fig["quantize"]
+        labels = [f"{r['what']}\nn={r['n']}" for r in rows]
+        a.barh(labels, [r["gbytes_per_s"] for r in rows])
+        a.set_xlabel("GB/s of float32 input")
+        a.set_title(f"quantization vs np.copyto, {rows[0]['elements']} elements")
+        save("quantize", f)
+
+    if fig["sizes"] or fig["workers"]:
+        f, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
+        rows = fig["sizes"]
+        a.plot([r["elements"] for r in rows], [r["pps_per_worker"] for r in rows], "o-",
+               label="per worker")  # fmt: skip
+        a.set_xscale("log")
+        a.set_xlabel(f"elements ({rows[0]['workers'] if rows else '-'} workers)")
+        rows = fig["workers"]
+        b.plot([r["workers"] for r in rows], [r["pps_per_worker"] for r in rows], "o-",
+               label="per worker")  # fmt: skip
+        b.plot([r["workers"] for r in rows], [r["pps_per_worker"] * r["workers"] for r in rows],
+               "s--", label="all workers (into the switch)")  # fmt: skip
+        b.set_xlabel(f"workers ({rows[0]['elements'] if rows else '-'} elements)")
+        for ax in (a, b):
+            ax.axhline(echo["pps"], color="gray", ls="--", label="UDP echo (1 worker)")
+            ax.set_ylabel("packets/s sent")
+            ax.set_yscale("log")
+            ax.legend()
+        f.suptitle("packets per second per worker")
+        save("pps", f)
+    return written
+
+
+# ---------------------------------------------------------------------- main
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--workers", type=int, default=2, help="workers for sizes/density (2)")
+    ap.add_argument("--sizes", type=ints, default=[1_000, 10_000, 100_000, 1_000_000],
+                    help="tensor sizes, comma-separated (1000,10000,100000,1000000)")  # fmt: skip
+    ap.add_argument("--size-for-workers", type=int, default=50_000,
+                    help="tensor size of the workers figure (50000)")  # fmt: skip
+    ap.add_argument("--worker-counts", type=ints, default=[1, 2, 4, 8, 16],
+                    help="worker counts, comma-separated (1,2,4,8,16)")  # fmt: skip
+    ap.add_argument("--density-elements", type=int, default=200_000,
+                    help="tensor size of the density figure (200000)")  # fmt: skip
+    ap.add_argument("--densities", type=floats, default=[0.01, 0.05, 0.2, 0.5, 1.0],
+                    help="densities, comma-separated (0.01,0.05,0.2,0.5,1)")  # fmt: skip
+    ap.add_argument("--repeat", type=int, default=3, help="timed calls per figure (3)")
+    ap.add_argument("--slots", type=int, default=64, help="slots per job (64)")
+    ap.add_argument("--k", type=int, choices=(64, 256), default=64, help="K (64)")
+    ap.add_argument("--quant-elements", type=int, default=4 << 20,
+                    help="array size of the quantize figure (4194304)")  # fmt: skip
+    ap.add_argument("--echo-packets", type=int, default=20_000, help="UDP echo baseline (20000)")
+    ap.add_argument("--runner", choices=("processes", "threads"), default="processes")
+    ap.add_argument("--timeout", type=float, default=300.0, help="per plan item (300 s)")
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out", help="bench/out")
+    ap.add_argument("--only", default="sizes,workers,density,quantize",
+                    help="figures to run, comma-separated")  # fmt: skip
+    ap.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.sizes, args.size_for_workers, args.worker_counts = [1_000, 10_000], 5_000, [1, 2]
+        args.density_elements, args.densities = 20_000, [0.05, 1.0]
+        args.repeat, args.quant_elements, args.echo_packets = 1, 1 << 18, 2_000
+    only = set(args.only.split(","))
+    args.out.mkdir(parents=True, exist_ok=True)
+    t_start = time.perf_counter()
+
+    echo = udp_echo(args.k, args.slots, args.echo_packets)
+    log(f"UDP echo baseline: {echo['pps']:,.0f} packets/s, {echo['goodput_gbps']:.3f} Gb/s")
+    fig: dict[str, list[dict[str, Any]]] = {
+        "sizes": [], "workers": [], "density": [], "quantize": [], "pps": [],
+    }  # fmt: skip
+
+    def add_pps(figure: str, row: dict[str, Any], label: str) -> None:
+        fig["pps"].append(
+            {
+                "figure": figure,
+                "run": label,
+                "workers": row["workers"],
+                "elements": row["elements"],
+                "pps_per_worker": row["pps_per_worker"],
+                "echo_pps": echo["pps"],
+                "ratio_to_echo": row["pps_per_worker"] / echo["pps"],
+            }  # fmt: skip
+        )
+
+    if only & {"sizes", "workers"}:
+        ports = max([args.workers] + (args.worker_counts if "workers" in only else []))
+        with LocalStack(ports, "dense", k=args.k, slots=args.slots, log=log) as stack:
+            runner = Runner(stack, args.runner, args.timeout)
+            if "sizes" in only:
+                plan = [item(m, k=args.k, repeat=args.repeat) for m in args.sizes]
+                lines = runner.run(args.workers, plan)
+                for i, m in enumerate(args.sizes):
+                    s = summarize(lines, i)
+                    row = {"elements": m, "workers": args.workers, **s,
+                           "goodput_gbps": goodput(m, s["seconds"])}  # fmt: skip
+                    row["ratio_to_echo"] = row["goodput_gbps"] / echo["goodput_gbps"]
+                    fig["sizes"].append(row)
+                    add_pps("sizes", row, f"M={m}")
+                    log(
+                        f"sizes: M={m}: {s['seconds'] * 1e3:.1f} ms, {row['goodput_gbps']:.4f} Gb/s"
+                    )
+            if "workers" in only:
+                m = args.size_for_workers
+                for n in args.worker_counts:
+                    lines = runner.run(n, [item(m, k=args.k, repeat=args.repeat)])
+                    s = summarize(lines, 0)
+                    row = {"workers": n, "elements": m, **s,
+                           "goodput_gbps": goodput(m, s["seconds"])}  # fmt: skip
+                    row["ratio_to_echo"] = row["goodput_gbps"] / echo["goodput_gbps"]
+                    fig["workers"].append(row)
+                    add_pps("workers", row, f"N={n}")
+                    log(
+                        f"workers: N={n}: {s['seconds'] * 1e3:.1f} ms, {row['goodput_gbps']:.4f} Gb/s"
+                    )
+
+    if "density" in only:
+        m, n = args.density_elements, args.workers
+        with LocalStack(n, "sparse", k=args.k, slots=args.slots, log=log) as stack:
+            runner = Runner(stack, args.runner, args.timeout)
+            plan = []
+            for d in args.densities:
+                plan.append(item(m, mode="sparse", density=d, k=args.k, repeat=args.repeat))
+                plan.append(item(m, mode="dense", density=d, k=args.k, repeat=args.repeat))
+            lines = runner.run(n, plan)
+            for j, d in enumerate(args.densities):
+                sp, de = summarize(lines, 2 * j), summarize(lines, 2 * j + 1)
+                row = {
+                    "density": d, "elements": m, "workers": n,
+                    "sparse_seconds": sp["seconds"], "dense_seconds": de["seconds"],
+                    "speedup": de["seconds"] / sp["seconds"],
+                    "sparse_packets_per_worker": sp["packets_per_worker"],
+                    "dense_packets_per_worker": de["packets_per_worker"],
+                    "pps_per_worker": sp["pps_per_worker"],
+                }  # fmt: skip
+                fig["density"].append(row)
+                add_pps("density", row, f"sparse D={d:g}")
+                log(
+                    f"density {d:g}: sparse {sp['seconds'] * 1e3:.1f} ms, dense {de['seconds'] * 1e3:.1f} ms"
+                )
+
+    if "quantize" in only:
+        fig["quantize"] = quantize_rows(args.quant_elements, args.k, 5 if args.quick else 15)
+
+    for name, rows in fig.items():
+        write_csv(args.out / f"{name}.csv", rows)
+    write_csv(
+        args.out / "baseline.csv", [{"what": "udp_echo", "k": args.k, "window": args.slots, **echo}]
+    )
+    pngs = plots(args.out, fig, echo)
+    total = time.perf_counter() - t_start
+
+    if args.json:
+        print(
+            json.dumps({"runner": args.runner, "udp_echo": echo, **fig, "seconds": total}, indent=1)
+        )
+        return 0
+    print(f"all-reduce on the embedded switch (workers as {args.runner}); "
+          f"UDP echo baseline {echo['pps']:,.0f} packets/s, {echo['goodput_gbps']:.4f} Gb/s")  # fmt: skip
+    if fig["sizes"]:
+        print(f"\ntime and goodput against size ({args.workers} workers, dense float32)")
+        print(
+            f"{'elements':>10} {'ms':>9} {'Gb/s':>8} {'vs echo':>8} {'pkt/s/worker':>13} {'retx':>5}"
+        )
+        for r in fig["sizes"]:
+            print(f"{r['elements']:>10} {r['seconds'] * 1e3:>9.1f} {r['goodput_gbps']:>8.4f} "
+                  f"{r['ratio_to_echo']:>8.3f} {r['pps_per_worker']:>13,.0f} {r['retransmissions']:>5.0f}")  # fmt: skip
+    if fig["workers"]:
+        print(f"\ntime and goodput against workers ({args.size_for_workers} elements)")
+        print(
+            f"{'workers':>10} {'ms':>9} {'Gb/s':>8} {'vs echo':>8} {'pkt/s/worker':>13} {'retx':>5}"
+        )
+        for r in fig["workers"]:
+            print(f"{r['workers']:>10} {r['seconds'] * 1e3:>9.1f} {r['goodput_gbps']:>8.4f} "
+                  f"{r['ratio_to_echo']:>8.3f} {r['pps_per_worker']:>13,.0f} {r['retransmissions']:>5.0f}")  # fmt: skip
+    if fig["density"]:
+        print(
+            f"\nsparse against density ({args.density_elements} elements, {args.workers} workers)"
+        )
+        print(
+            f"{'density':>10} {'sparse ms':>10} {'dense ms':>9} {'speedup':>8} {'sparse pkts':>12} {'dense pkts':>11}"
+        )
+        for r in fig["density"]:
+            print(f"{r['density']:>10g} {r['sparse_seconds'] * 1e3:>10.1f} {r['dense_seconds'] * 1e3:>9.1f} "
+                  f"{r['speedup']:>8.2f} {r['sparse_packets_per_worker']:>12.0f} {r['dense_packets_per_worker']:>11.0f}")  # fmt: skip
+    if fig["quantize"]:
+        print(
+            f"\nquantization ({args.quant_elements} float32 elements, K = {args.k}; target ratio >= 0.5)"
+        )
+        for r in fig["quantize"]:
+            print(f"  n={r['n']} {r['what']:<30} {r['seconds'] * 1e3:8.2f} ms "
+                  f"{r['gbytes_per_s']:7.2f} GB/s  ratio to np.copyto {r['ratio_to_copyto']:.2f}")  # fmt: skip
+    print(f"\nwrote {len(pngs)} plots and CSVs to {args.out} ({total:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,471 @@
+"""The whole stack on loopback, started through its commands (DESIGN.md section 1):
+
+1. ``p4reduce-p4c`` compiles ``p4src/dense.p4`` or ``p4src/sparse.p4`` into a temporary
+   directory, with a free UDP port compiled in as the aggregation port (``-DAGG_UDP_PORT``);
+2. this process binds one UDP socket per worker on 127.0.0.1;
+3. ``p4reduce-switch`` loads the program, with switch port r + 1 standing for worker r's
+   socket (``-i r+1@udp:127.0.0.1:PORT``) and its UDP adapter on the aggregation port;
+4. ``p4reduce-ctl push`` installs the pipeline and the switch's address, ``p4reduce-ctl loss``
+   sets the loss simulator on the worker ports when asked, and ``p4reduce-ctl serve`` runs
+   the registration service (each with its own, rising election id, so a one-shot command
+   whose stream the switch has not yet seen close never blocks the next one);
+5. workers are processes (``python -m p4reduce.testbed.worker``) that get their socket by
+   file descriptor (``pass_fds``), join the job at the service and run their calls.
+
+Leaving the ``with`` block (normally, on an exception, on Ctrl-C) stops every process it
+started: SIGTERM, then SIGKILL after a grace period, and removes the temporary directory.
+
+    with LocalStack(ports=3, program="dense") as stack:
+        procs = stack.spawn_workers(job_id=1, n=3, plan=[...])
+        results = stack.wait_workers(procs, timeout=60)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SWITCH_MAC = "02:00:00:00:00:fe"
+SWITCH_IP = "127.0.0.1"
+PROGRAMS = ("dense", "sparse")
+BIN = Path(sys.executable).parent
+
+
+class StackError(Exception):
+    """A part of the stack failed: one line, naming the part."""
+
+
+def find_p4src() -> Path:
+    """``p4src/`` of the checkout this package runs from, or ``$P4REDUCE_P4SRC``."""
+    env = os.environ.get("P4REDUCE_P4SRC")
+    candidates = [Path(env)] if env else []
+    here = Path(__file__).resolve()
+    candidates += [here.parents[1] / "p4src", Path.cwd() / "p4src"]
+    for c in candidates:
+        if (c / "dense.p4").is_file() and (c / "include").is_dir():
+            return c
+    raise StackError(
+        "cannot find the P4 programs (p4src/dense.p4): run from a p4reduce checkout "
+        "or set P4REDUCE_P4SRC"
+    )
+
+
+def command(name: str) -> str:
+    """The path of one of the p4reduce-* commands: beside this Python, else on PATH."""
+    path = BIN / name
+    if path.exists():
+        return str(path)
+    found = shutil.which(name)
+    if found is None:
+        raise StackError(f"command {name} not found (is p4reduce installed? run make install)")
+    return found
+
+
+def free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def last_line(path: Path) -> str:
+    try:
+        lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines()]
+    except OSError:
+        return ""
+    lines = [ln for ln in lines if ln]
+    return lines[-1] if lines else ""
+
+
+@dataclass
+class Proc:
+    """A process this stack started, with its output going to files in the work directory."""
+
+    name: str
+    popen: subprocess.Popen[bytes]
+    stdout: Path
+    stderr: Path
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def error(self) -> str:
+        """The last line the process wrote on stderr (its one-line error, by convention)."""
+        return last_line(self.stderr) or f"exit status {self.popen.returncode}"
+
+
+@dataclass
+class WorkerResult:
+    rank: int
+    returncode: int
+    lines: list[dict[str, Any]] = field(default_factory=list)  # its JSON stdout lines
+    error: str = ""
+
+
+class LocalStack:
+    """The embedded switch, the controller's registration service and worker processes."""
+
+    def __init__(
+        self,
+        ports: int,
+        program: str = "dense",
+        *,
+        k: int = 64,
+        slots: int = 64,
+        loss: float = 0.0,
+        initial_timeout_ms: int | None = None,
+        max_timeout_ms: int | None = None,
+        retries: int | None = None,
+        join_timeout: float = 60.0,
+        workdir: str | Path | None = None,
+        log: Callable[[str], None] | None = None,
+        start_timeout: float = 60.0,
+    ) -> None:
+        if program not in PROGRAMS:
+            raise StackError(f"program {program!r}: one of {', '.join(PROGRAMS)}")
+        if not 1 <= ports <= 32:
+            raise StackError(f"{ports} worker ports: 1 .. 32")
+        self.ports = ports
+        self.program = program
+        self.k = k
+        self.slots = slots
+        self.loss = loss
+        self.initial_timeout_ms = initial_timeout_ms
+        self.max_timeout_ms = max_timeout_ms
+        self.retries = retries
+        self.join_timeout = join_timeout
+        self.start_timeout = start_timeout
+        self._workdir_arg = workdir
+        self._log = log or (lambda _msg: None)
+        self.dir: Path | None = None
+        self._own_dir = False
+        self.sockets: list[socket.socket] = []
+        self.procs: list[Proc] = []
+        self.switch: Proc | None = None
+        self.serve: Proc | None = None
+        self.agg_port = 0
+        self.grpc_addr = ""
+        self.url = ""
+        self.timings: dict[str, float] = {}
+        self._worker_seq = 0
+
+    # ------------------------------------------------------------------ life cycle
+    def __enter__(self) -> LocalStack:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        if self._workdir_arg is None:
+            self.dir = Path(tempfile.mkdtemp(prefix="p4reduce-stack-"))
+            self._own_dir = True
+        else:
+            self.dir = Path(self._workdir_arg)
+            self.dir.mkdir(parents=True, exist_ok=True)
+        for attempt in range(3):
+            self.agg_port = free_udp_port()
+            self._compile()
+            self._bind_sockets()
+            try:
+                self._start_switch()
+                break
+            except StackError as err:
+                # the port may have been taken between choosing and binding it: try another
+                if attempt == 2 or "Address already in use" not in str(err):
+                    raise
+                self._close_sockets()
+        self._configure()
+        self._start_serve()
+
+    def stop(self) -> None:
+        """Stop every process (workers first, the switch last); idempotent. A second
+        Ctrl-C meanwhile is ignored, so the teardown finishes."""
+        ignoring = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if ignoring else None
+        try:
+            self._stop()
+        finally:
+            if ignoring:
+                signal.signal(signal.SIGINT, previous)
+
+    def _stop(self) -> None:
+        live = [p for p in reversed(self.procs) if p.alive()]
+        for p in live:
+            with contextlib.suppress(ProcessLookupError):
+                p.popen.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 10.0
+        for p in live:
+            try:
+                p.popen.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    p.popen.kill()
+                p.popen.wait()
+        for p in self.procs:  # reap anything that had already exited
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.popen.wait(timeout=1)
+        self._close_sockets()
+        if self._own_dir and self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
+
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.procs]
+
+    # ------------------------------------------------------------------ steps
+    def _timed(self, name: str, t0: float) -> None:
+        self.timings[name] = time.perf_counter() - t0
+
+    def _compile(self) -> None:
+        assert self.dir is not None
+        t0 = time.perf_counter()
+        src = find_p4src()
+        out = self.dir / "build"
+        out.mkdir(exist_ok=True)
+        args = [
+            command("p4reduce-p4c"), "-I", str(src / "include"),
+            f"-DAGG_UDP_PORT={self.agg_port}", "-o", str(out),
+            "--p4runtime-files", str(out / f"{self.program}.p4info.txtpb"),
+        ]  # fmt: skip
+        if self.k != 64:
+            args.append(f"-DK={self.k}")
+        args.append(str(src / f"{self.program}.p4"))
+        done = subprocess.run(args, capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            msg = (done.stderr.strip().splitlines() or ["no output"])[0]
+            raise StackError(f"compiling {self.program}.p4 failed: {msg}")
+        self.prefix = out / self.program
+        self._timed("compile", t0)
+        self._log(f"compiled {self.program}.p4 (K = {self.k}, aggregation port {self.agg_port})")
+
+    def _bind_sockets(self) -> None:
+        self._close_sockets()
+        for _ in range(self.ports):
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.bind(("127.0.0.1", 0))
+            with contextlib.suppress(OSError):
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 22)
+            self.sockets.append(s)
+
+    def _close_sockets(self) -> None:
+        for s in self.sockets:
+            s.close()
+        self.sockets = []
+
+    def _spawn(self, name: str, args: Sequence[str], **kw: Any) -> Proc:
+        assert self.dir is not None
+        logs = self.dir / "logs"
+        logs.mkdir(exist_ok=True)
+        out, err = logs / f"{name}.out", logs / f"{name}.err"
+        with open(out, "wb") as fo, open(err, "wb") as fe:
+            popen = subprocess.Popen(
+                list(args), stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, **kw
+            )
+        proc = Proc(name, popen, out, err)
+        self.procs.append(proc)
+        return proc
+
+    def _wait_ready(self, proc: Proc, what: str) -> str:
+        """The process's first stdout line with ``ready`` in it; StackError if it exits or
+        stays silent past the start timeout."""
+        deadline = time.monotonic() + self.start_timeout
+        while True:
+            text = proc.stdout.read_text(errors="replace")
+            for line in text.splitlines():
+                if "ready" in line:
+                    return line
+            if not proc.alive():
+                raise StackError(f"{what} did not start: {proc.error()}")
+            if time.monotonic() > deadline:
+                raise StackError(
+                    f"{what} did not start within {self.start_timeout:g} s: {proc.error()}"
+                )
+            time.sleep(0.02)
+
+    def _start_switch(self) -> None:
+        t0 = time.perf_counter()
+        args = [command("p4reduce-switch"), str(self.prefix.with_suffix(".json"))]
+        for rank, s in enumerate(self.sockets):
+            args += ["-i", f"{rank + 1}@udp:127.0.0.1:{s.getsockname()[1]}"]
+        args += [
+            "--udp-listen", f"127.0.0.1:{self.agg_port}",
+            "--grpc-server-addr", "127.0.0.1:0", "--log-level", "warn",
+        ]  # fmt: skip
+        self.switch = self._spawn("switch", args)
+        try:
+            line = self._wait_ready(self.switch, "p4reduce-switch")
+        except StackError:
+            if self.switch.alive():
+                self.switch.popen.kill()
+            self.switch.popen.wait()
+            raise
+        m = re.search(r"P4Runtime ([\d.]+:\d+)", line)
+        if m is None:
+            raise StackError(f"p4reduce-switch: unexpected ready line {line!r}")
+        self.grpc_addr = m[1]
+        self._timed("switch", t0)
+        self._log(f"switch ready (P4Runtime {self.grpc_addr}, {self.ports} worker ports)")
+
+    def ctl(self, *args: str, election_id: int | None = None) -> dict[str, Any]:
+        """Run a one-shot ``p4reduce-ctl --json`` command; its JSON answer."""
+        cmd = [command("p4reduce-ctl"), "--grpc-addr", self.grpc_addr, "--json"]
+        if election_id is not None:
+            cmd += ["--election-id", str(election_id)]
+        done = subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=60)
+        if done.returncode != 0:
+            msg = last_line_of(done.stderr) or f"exit status {done.returncode}"
+            raise StackError(f"p4reduce-ctl {args[0]} failed: {msg}")
+        return json.loads(done.stdout) if done.stdout.strip() else {}
+
+    def _configure(self) -> None:
+        t0 = time.perf_counter()
+        self.ctl(
+            "push", str(self.prefix), "--switch-ip", SWITCH_IP, "--switch-mac", SWITCH_MAC,
+            election_id=1,
+        )  # fmt: skip
+        if self.loss > 0:
+            ports = [f"--port={r + 1}" for r in range(self.ports)]
+            self.ctl("loss", repr(self.loss), *ports, "--direction", "both", election_id=2)
+            self._log(f"loss {self.loss:g} both ways on switch ports 1..{self.ports}")
+        self._timed("configure", t0)
+
+    def _start_serve(self) -> None:
+        t0 = time.perf_counter()
+        args = [
+            command("p4reduce-ctl"), "--grpc-addr", self.grpc_addr, "--election-id", "3",
+            "--json", "serve", "--listen", "127.0.0.1:0",
+            "--switch-ip", SWITCH_IP, "--switch-mac", SWITCH_MAC,
+            "--agg-port", str(self.agg_port), "--slots", str(self.slots),
+            "--join-timeout", f"{self.join_timeout:g}",
+        ]  # fmt: skip
+        if self.initial_timeout_ms is not None:
+            args += ["--initial-timeout-ms", str(self.initial_timeout_ms)]
+        if self.max_timeout_ms is not None:
+            args += ["--max-timeout-ms", str(self.max_timeout_ms)]
+        if self.retries is not None:
+            args += ["--retries", str(self.retries)]
+        self.serve = self._spawn("serve", args)
+        line = self._wait_ready(self.serve, "p4reduce-ctl serve")
+        try:
+            self.url = json.loads(line)["url"]
+        except (ValueError, KeyError):
+            raise StackError(f"p4reduce-ctl serve: unexpected ready line {line!r}") from None
+        self._timed("serve", t0)
+        self._log(f"registration service ready at {self.url}")
+
+    # ------------------------------------------------------------------ workers
+    def spawn_workers(
+        self,
+        job_id: int,
+        n: int,
+        plan: Sequence[dict[str, Any]],
+        *,
+        timeout: float = 60.0,
+        extra: Sequence[str] = (),
+    ) -> list[Proc]:
+        """Start n worker processes for job ``job_id``, rank r on switch port r + 1 with
+        this stack's socket r; each runs ``plan`` (see testbed/worker.py)."""
+        if not 1 <= n <= self.ports:
+            raise StackError(f"{n} workers: this stack has {self.ports} worker ports")
+        self._worker_seq += 1
+        procs = []
+        plan_text = json.dumps(list(plan))
+        for rank in range(n):
+            s = self.sockets[rank]
+            args = [
+                sys.executable, "-m", "p4reduce.testbed.worker",
+                "--url", self.url, "--job", str(job_id), "--rank", str(rank), "--n", str(n),
+                "--fd", str(s.fileno()), "--switch-port", str(rank + 1),
+                "--slots", str(self.slots), "--timeout", f"{timeout:g}",
+                "--plan", plan_text, *extra,
+            ]  # fmt: skip
+            procs.append(
+                self._spawn(f"worker{self._worker_seq}-{rank}", args, pass_fds=[s.fileno()])
+            )
+        return procs
+
+    def wait_workers(
+        self,
+        procs: Sequence[Proc],
+        timeout: float,
+        *,
+        progress: Callable[[float, int], None] | None = None,
+        progress_every: float = 5.0,
+        overall: float | None = None,
+    ) -> list[WorkerResult]:
+        """Wait for every worker. When one fails, or the timeout passes, the others are
+        stopped and StackError names the first failure. ``progress(elapsed, finished)`` is
+        called every ``progress_every`` seconds. ``overall``: the time limit to name in the
+        timeout's message (when the caller's limit covers more than this wait)."""
+        t0 = time.monotonic()
+        next_report = t0 + progress_every
+        failure: str | None = None
+        while True:
+            running = [p for p in procs if p.alive()]
+            for rank, p in enumerate(procs):
+                if not p.alive() and p.popen.returncode != 0 and failure is None:
+                    failure = f"worker {rank} failed: {p.error()}"
+            if failure is None:
+                for what in (self.switch, self.serve):
+                    if what is not None and not what.alive():
+                        failure = f"{what.name} exited unexpectedly: {what.error()}"
+            if not running or failure is not None:
+                break
+            now = time.monotonic()
+            if now - t0 > timeout:
+                failure = f"timed out after {overall or timeout:g} s ({len(running)} of {len(procs)} workers still running)"
+                break
+            if progress is not None and now >= next_report:
+                progress(now - t0, len(procs) - len(running))
+                next_report = now + progress_every
+            time.sleep(0.02)
+        if failure is not None:
+            for p in procs:
+                if p.alive():
+                    with contextlib.suppress(ProcessLookupError):
+                        p.popen.send_signal(signal.SIGTERM)
+            for p in procs:
+                try:
+                    p.popen.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    p.popen.kill()
+                    p.popen.wait()
+            raise StackError(failure)
+        results = []
+        for rank, p in enumerate(procs):
+            lines = []
+            for text in p.stdout.read_text(errors="replace").splitlines():
+                text = text.strip()
+                if text.startswith("{"):
+                    lines.append(json.loads(text))
+            results.append(WorkerResult(rank, p.popen.returncode, lines))
+        return results
+
+
+def last_line_of(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[-1] if lines else ""

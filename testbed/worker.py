@@ -1,0 +1,147 @@
+"""One worker of a local stack: ``python -m p4reduce.testbed.worker`` (started by
+``LocalStack.spawn_workers``, not meant to be run by hand).
+
+It takes its already-bound UDP socket by file descriptor (``--fd``, passed with
+``subprocess.Popen(pass_fds=...)``), joins the job at the registration service, then runs
+the plan: a JSON list of items, each
+
+    {"elements": M, "dtype": "float32"|"int32", "mode": "dense"|"sparse",
+     "density": 1.0, "seed": 0, "k": 64, "repeat": 1, "warmup": 0, "save": null|"PATH"}
+
+(``{rank}`` in ``save`` is replaced by the worker's rank.)
+
+For each item it generates this rank's tensor (``testbed.data.rank_data``), waits at a
+barrier, runs ``warmup`` untimed and ``repeat`` timed all-reduces, saves the last result to
+``save`` (``.npy``) when given, and prints one JSON line per timed call on stdout:
+
+    {"rank", "item", "call", "elements", "dtype", "mode", "density", "seconds", "stats"}
+
+``seconds`` is the wall time of the call measured here; ``stats`` is the session's
+``last_stats.as_dict()``. Errors: one line on stderr, exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+import numpy as np
+
+from .data import rank_data
+
+PROG = "p4reduce-worker"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        print(f"{PROG}: error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    p = _Parser(prog=PROG, description="a worker of p4reduce's local stack")
+    p.add_argument("--url", required=True)
+    p.add_argument("--job", type=int, required=True)
+    p.add_argument("--rank", type=int, required=True)
+    p.add_argument("--n", type=int, required=True)
+    p.add_argument("--fd", type=int, required=True, help="an already-bound UDP socket")
+    p.add_argument("--switch-port", type=int, required=True)
+    p.add_argument("--slots", type=int, default=None)
+    p.add_argument("--timeout", type=float, default=60.0)
+    p.add_argument("--plan", required=True, help="JSON list of calls to run")
+    return p.parse_args(argv)
+
+
+def _stats(session: Any) -> dict[str, Any]:
+    st = getattr(session, "last_stats", None)
+    if st is None:
+        return {}
+    return st.as_dict() if hasattr(st, "as_dict") else dict(vars(st))
+
+
+def run_plan(
+    url: str,
+    job_id: int,
+    rank: int,
+    n: int,
+    sock: socket.socket,
+    switch_port: int,
+    plan: list[dict[str, Any]],
+    *,
+    slots: int | None = None,
+    timeout: float = 60.0,
+    emit: Callable[[dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Join, run the plan, leave; the per-call lines (also handed to ``emit`` as they come).
+    The worker process calls this; bench/allreduce.py calls it from threads too."""
+    from p4reduce.host.api import AllreduceSession
+
+    lines: list[dict[str, Any]] = []
+    session = AllreduceSession.join(
+        url, job_id, rank, n, sock=sock, bind_ip="127.0.0.1", switch_port=switch_port,
+        slots=slots, timeout=timeout,
+    )  # fmt: skip
+    try:
+        for i, item in enumerate(plan):
+            density = float(item.get("density", 1.0))
+            x = rank_data(
+                int(item.get("seed", 0)), rank, int(item["elements"]), item["dtype"],
+                density, int(item.get("k", 64)),
+            )  # fmt: skip
+            mode = item.get("mode", "dense")
+            out = np.empty_like(x)
+            session.barrier()
+            for _ in range(int(item.get("warmup", 0))):
+                session.allreduce(x, op="sum", mode=mode, out=out)
+            for c in range(int(item.get("repeat", 1))):
+                t0 = time.perf_counter()
+                session.allreduce(x, op="sum", mode=mode, out=out)
+                seconds = time.perf_counter() - t0
+                line = {
+                    "rank": rank, "item": i, "call": c, "elements": int(x.size),
+                    "dtype": item["dtype"], "mode": mode, "density": density,
+                    "seconds": seconds, "stats": _stats(session),
+                }  # fmt: skip
+                lines.append(line)
+                if emit is not None:
+                    emit(line)
+            if item.get("save"):
+                np.save(str(item["save"]).format(rank=rank), out)
+    finally:
+        session.close()
+    return lines
+
+
+def run(args: argparse.Namespace) -> None:
+    sock = socket.socket(fileno=args.fd)
+    run_plan(
+        args.url, args.job, args.rank, args.n, sock, args.switch_port, json.loads(args.plan),
+        slots=args.slots, timeout=args.timeout,
+        emit=lambda line: print(json.dumps(line), flush=True),
+    )  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = parse(argv)
+    except SystemExit as done:
+        return done.code if isinstance(done.code, int) else 2
+    try:
+        run(args)
+        return 0
+    except KeyboardInterrupt:
+        print(f"{PROG}: rank {args.rank}: error: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # noqa: BLE001 - one line, never a traceback
+        msg = " ".join(str(err).split()) or type(err).__name__
+        print(f"{PROG}: rank {args.rank}: error: {type(err).__name__}: {msg}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
