@@ -133,5 +133,10 @@ class RegistrationClient:
     def job(self, job_id: int) -> dict[str, Any]:
         return self._call("GET", f"/v1/jobs/{job_id}", None, 30.0)
 
+    def slot_state(self, job_id: int, first: int = 0, count: int = 1) -> list[dict[str, Any]]:
+        """The switch's state of slots first .. first+count-1 of the job (which ranks are in)."""
+        path = f"/v1/jobs/{job_id}/slots?first={first}&count={count}"
+        return self._call("GET", path, None, 30.0)["slots"]
+
     def health(self) -> dict[str, Any]:
         return self._call("GET", "/v1/health", None, 30.0)

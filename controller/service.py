@@ -9,6 +9,8 @@
     POST /v1/jobs/{id}/leave     {"rank"} -> {"deleted": bool}; the last leave deletes the job
     GET  /v1/jobs                every job the service knows (joining, installing, ready)
     GET  /v1/jobs/{id}           one of them
+    GET  /v1/jobs/{id}/slots?first=A&count=C   the switch's state of those slots (ranks in,
+                                 missing, count, exponent, complete) for diagnosing a stuck call
     GET  /v1/health              {"status": "ok", "switch": {...}}
 
 Errors answer with the status of the ``ControllerError`` (400, 404, 409, 502, 503, 504) and
@@ -21,6 +23,7 @@ import json
 import re
 import threading
 import time
+import urllib.parse
 from dataclasses import asdict, dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -33,7 +36,7 @@ from .registry import FAILED, INSTALLING, JOINING, READY, Registry
 
 DEFAULT_LISTEN = "127.0.0.1:9560"
 MAX_WAIT = 3600.0
-_JOB_PATH = re.compile(r"^/v1/jobs/(\d+)(?:/(join|barrier|leave))?/?$")
+_JOB_PATH = re.compile(r"^/v1/jobs/(\d+)(?:/(join|barrier|leave|slots))?/?$")
 
 
 @dataclass
@@ -254,6 +257,18 @@ class RegistrationService:
         with self.cond:
             return self.registry.get(job_id).to_dict()
 
+    def slot_state(self, job_id: int, query: dict[str, list[str]]) -> dict[str, Any]:
+        """The switch's state of a job's slots, read over P4Runtime (Controller.slots)."""
+        try:
+            first = int(query.get("first", ["0"])[0])
+            count = int(query["count"][0]) if "count" in query else None
+        except ValueError:
+            raise InvalidArgument("first and count must be integers") from None
+        if first < 0 or (count is not None and count < 1):
+            raise InvalidArgument("first must be >= 0 and count >= 1")
+        job, states = self.controller.slots(job_id, first, count)
+        return {"job_id": job.job_id, "slots": [st.to_dict() for st in states]}
+
     def health(self) -> dict[str, Any]:
         with self.cond:
             ready = sum(1 for e in self.registry.entries.values() if e.state == READY)
@@ -324,6 +339,11 @@ class _Handler(BaseHTTPRequestHandler):
             job_id, op = int(m.group(1)), m.group(2)
             if op is None and method == "GET":
                 return self._send(200, self.svc.get_job(job_id))
+            if op == "slots" and method == "GET":
+                query = urllib.parse.parse_qs(self.path.partition("?")[2])
+                return self._send(200, self.svc.slot_state(job_id, query))
+            if op == "slots":
+                return self._send(405, {"error": f"{method} is not allowed on {path}"})
             if op is not None and method == "POST":
                 return self._send(200, getattr(self.svc, op)(job_id, body))
             return self._send(405, {"error": f"{method} is not allowed on {path}"})

@@ -31,6 +31,7 @@ from ..controller.client import Assignment, RegistrationClient, RegistrationErro
 from . import wire
 from .protocol import CallStats, CallTimeout, Done, RetryPolicy, Session, SessionBusy
 from .protocol.call import Call
+from .protocol.events import StuckSlot
 from .quantize import block_count, block_exponents, to_blocks
 from .runner import Cancelled, run_call
 from .transport import UdpTransport
@@ -46,6 +47,9 @@ AUTO_MIN_ROUNDS = 2
 AUTO_FLOAT_SAVING = 0.2
 _AUTO_BITS = 6  # bits per block in the agreement vector: a count 0..32 fits
 _AUTO_PER_LANE = 5  # blocks per int32 lane (30 bits, no carry between fields)
+
+# stuck slots whose switch state a timeout error reports (one HTTP request each)
+_DIAGNOSED_SLOTS = 4
 
 
 @dataclass
@@ -89,9 +93,12 @@ class AllreduceStats:
 
 class AllreduceTimeout(CallTimeout):
     """A call got no result for some slots within the retry policy (``TimeoutError``).
-    ``stuck`` / ``stuck_slots`` / ``stuck_blocks`` name them. The session keeps the call:
-    ``resume()`` once every worker is back, or close every worker's session and join
-    again (docs/host.md, "After a failed call")."""
+    ``stuck`` / ``stuck_slots`` / ``stuck_blocks`` name them; ``missing_ranks`` the ranks
+    the switch's bitmaps show have not contributed to them (None when that could not be
+    read). The session keeps the call: ``resume()`` once every worker is back, or close
+    every worker's session and join again (docs/host.md, "After a failed call")."""
+
+    missing_ranks: list[int] | None = None
 
 
 class SessionFailed(SessionBusy):
@@ -522,8 +529,30 @@ class AllreduceSession:
             if call.stats.packets_received == 0
             else f" ({got} results arrived from {ip}:{port} before that.)"
         )
-        msg = f"{err}{why} The session keeps the call: resume() it, or close and join again."
-        return AllreduceTimeout(msg, err.call_id, err.stuck, err.in_flight)
+        missing, state = self._missing_ranks(err.stuck)
+        msg = f"{err}{why}{state} The session keeps the call: resume() it, or close and join again."
+        timeout = AllreduceTimeout(msg, err.call_id, err.stuck, err.in_flight)
+        timeout.missing_ranks = missing
+        return timeout
+
+    def _missing_ranks(self, stuck: tuple[StuckSlot, ...]) -> tuple[list[int] | None, str]:
+        """Which ranks the switch has not seen in the stuck slots, as its registers tell
+        (asked through the registration service; a few slots at most, never fatal)."""
+        if self.registration is None or not stuck:
+            return None, ""
+        missing: set[int] = set()
+        seen = []
+        try:
+            for st in stuck[:_DIAGNOSED_SLOTS]:
+                states = self.registration.slot_state(self.job_id, first=st.slot, count=1)
+                cell = next(c for c in states[0]["sets"] if c["set"] == st.set)
+                missing.update(cell["missing"])
+                seen.append(f"slot {st.slot} set {st.set}: ranks {cell['ranks']} in")
+        except Exception as exc:  # noqa: BLE001 - a diagnosis must not hide the timeout
+            return None, f" (the switch's slot state could not be read: {exc})"
+        ranks = sorted(missing)
+        who = f"ranks {ranks} have not contributed" if ranks else "every rank contributed"
+        return ranks, f" Switch state: {who} ({'; '.join(seen)})."
 
     def _resume(self) -> np.ndarray:
         self._check_open()

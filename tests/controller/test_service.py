@@ -253,3 +253,20 @@ def _wait_for(cond: Any, timeout: float = 5.0) -> None:
             return
         time.sleep(0.02)
     raise AssertionError("condition not reached")
+
+
+def test_slot_state_endpoint(service: RegistrationService, client: RegistrationClient) -> None:
+    """GET /v1/jobs/{id}/slots reads the switch's slot state for a stuck-call diagnosis."""
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(lambda r: _join(client, 9, r, 2, slots=4), range(2)))
+    (slot,) = client.slot_state(9, first=2, count=1)
+    assert slot["slot"] == 2 and [c["set"] for c in slot["sets"]] == [0, 1]
+    assert all(c["ranks"] == [] and c["missing"] == [0, 1] for c in slot["sets"])
+    assert len(client.slot_state(9, first=0, count=4)) == 4
+    with pytest.raises(RegistrationError) as err:
+        client.slot_state(10)
+    assert err.value.status == 404
+    req = urllib.request.Request(service.url + "/v1/jobs/9/slots?first=x")
+    with pytest.raises(urllib.error.HTTPError) as http:
+        urllib.request.urlopen(req, timeout=5)
+    assert http.value.code == 400

@@ -345,6 +345,9 @@ def test_silent_worker_timeout_then_resume(dense: Jobs) -> None:
     err = info.value
     assert isinstance(err, TimeoutError)
     assert err.stuck_slots == [0, 1, 2, 3] and "slot 0" in str(err)
+    # the switch's bitmaps, read through the registration service, name the silent rank
+    assert err.missing_ranks == [1]
+    assert "ranks [1] have not contributed" in str(err)
     with pytest.raises(SessionFailed, match="resume"):
         s0.allreduce(xs[0])
     both = on_all([s0, s1], lambda s, r: s.resume() if r == 0 else s.allreduce(xs[1]))
