@@ -53,8 +53,7 @@ class DeferredBlockB:
     prefix: str
     tbind: dict[str, Any]
     ctor_args: list[Any]
-    env: Any  # the declaring scope (Env)
-    outer: Any  # the scope its constructor arguments are evaluated in (Env)
+    env: Any  # the declaring scope (Env), where its constructor arguments are evaluated too
 
 
 @dataclass

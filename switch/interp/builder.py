@@ -348,7 +348,7 @@ class ProgramBuilder(ExprGen, StmtGen, ExternCallGen, ParserGen, TableGen):
             elif isinstance(t, T.BlockT):
                 if isinstance(t.decl, A.ControlDecl) and d.name in self.applied_once:
                     pending = DeferredBlockB(
-                        d, t.decl, qualify(prefix, d), dict(t.args), d.args, env, env
+                        d, t.decl, qualify(prefix, d), dict(t.args), d.args, env
                     )
                     env.bind(d, pending)
                     return
@@ -538,7 +538,7 @@ class ProgramBuilder(ExprGen, StmtGen, ExternCallGen, ParserGen, TableGen):
         )
         for p, a in zip(params, bound, strict=True):
             layouts.append(self.alias_layout(p, a, used, b.tbind, b.prefix))
-        info = self.instantiate(b.decl, b.prefix, b.tbind, layouts, b.ctor_args, b.outer)
+        info = self.instantiate(b.decl, b.prefix, b.tbind, layouts, b.ctor_args, b.env)
         b.env.bind(b.instance, info)
         return info
 
