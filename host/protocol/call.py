@@ -14,6 +14,7 @@ States: ``new`` → ``running`` → ``done``; ``running`` → ``failed`` (a ``Ca
 from __future__ import annotations
 
 import heapq
+from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 _MAX_LISTED = 8  # stuck slots named in the error message; all are in the exception
 
 
-class Call:
+class Call(ABC):
     """One all-reduce of one tensor on one ``Session``. Create it with
     ``Session.allreduce``; then ``start(now)``, and feed it ``on_packet(data, now)`` and
     ``on_timer(now)`` until it returns ``Done`` or ``Failed``."""
@@ -208,18 +209,19 @@ class Call:
 
     # ------------------------------------------------------------ for subclasses
 
+    @abstractmethod
     def _start_slots(self, now: float, acts: list[Action]) -> None:
-        raise NotImplementedError
+        """Send each slot's first packet (priming or first use)."""
 
+    @abstractmethod
     def _on_result(
         self, s: int, h: wire.AggHeader, data: bytes, now: float, acts: list[Action]
     ) -> None:
         """Consume the result for slot s: then either ``_send_use`` or ``_slot_done``."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _assemble(self) -> np.ndarray:
         """The (B, K) result once every slot is done."""
-        raise NotImplementedError
 
     def _send_use(
         self,
