@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import sys
 import threading
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any
 
+from ..cli_common import OneLineArgumentParser as _OneLineParser
+from ..cli_common import internal_error, stdout_gone
 from . import addr, pipeline, program, render
 from .api import Controller
 from .errors import ControllerError, InvalidArgument
@@ -36,13 +37,11 @@ from .static_config import Host, Route, StaticConfig
 PROG = "p4reduce-ctl"
 
 
-class OneLineArgumentParser(argparse.ArgumentParser):
-    """argparse whose usage errors are one line, ``PROG: error: message`` (the house style of
-    the p4reduce-* commands), exit status 2."""
+class OneLineArgumentParser(_OneLineParser):
+    """Usage errors of every subcommand read ``p4reduce-ctl: error: ...``, exit status 2."""
 
-    def error(self, message: str) -> NoReturn:
-        print(f"{PROG}: error: {message}", file=sys.stderr)
-        sys.exit(2)
+    exit_status = 2
+    error_prog = PROG
 
 
 # ---------------------------------------------------------------------- argument types
@@ -543,18 +542,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ControllerError as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)
         return 1
-    except BrokenPipeError:  # output piped into a reader that quit (| head): stop quietly
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError):
-            pass
-        return 141
+    except BrokenPipeError:
+        return stdout_gone()
     except KeyboardInterrupt:
         print(f"{PROG}: error: interrupted", file=sys.stderr)
         return 130
     except Exception as err:  # noqa: BLE001 - one line, never a traceback
-        msg = " ".join(str(err).split()) or type(err).__name__
-        print(f"{PROG}: error: internal error: {type(err).__name__}: {msg}", file=sys.stderr)
+        print(internal_error(PROG, err), file=sys.stderr)
         return 1
 
 

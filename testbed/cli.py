@@ -13,24 +13,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
+
+from ..cli_common import OneLineArgumentParser as _OneLineParser
+from ..cli_common import internal_error, stdout_gone
 
 PROG = "p4reduce"
 
 
-class OneLineArgumentParser(argparse.ArgumentParser):
-    """argparse whose usage errors are one line, ``PROG: error: message``, exit status 2."""
+class OneLineArgumentParser(_OneLineParser):
+    """Usage errors are one line, ``PROG: error: message``, exit status 2."""
 
-    def error(self, message: str) -> NoReturn:
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
-        sys.exit(2)
+    exit_status = 2
 
 
 class Terminated(BaseException):
@@ -178,11 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: {err}", file=sys.stderr)
         return 2
     except BrokenPipeError:
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError):
-            pass
-        return 141
+        return stdout_gone()
     except KeyboardInterrupt:
         print(f"{PROG}: error: interrupted", file=sys.stderr)
         return 130
@@ -190,8 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: terminated", file=sys.stderr)
         return 143
     except Exception as err:  # noqa: BLE001 - one line, never a traceback
-        msg = " ".join(str(err).split()) or type(err).__name__
-        print(f"{PROG}: error: internal error: {type(err).__name__}: {msg}", file=sys.stderr)
+        print(internal_error(PROG, err), file=sys.stderr)
         return 1
     finally:
         signal.signal(signal.SIGTERM, previous)

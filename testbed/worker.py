@@ -28,23 +28,20 @@ import socket
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
 
+from ..cli_common import OneLineArgumentParser, one_line
 from .data import rank_data
 
 PROG = "p4reduce-worker"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        print(f"{PROG}: error: {message}", file=sys.stderr)
-        sys.exit(2)
-
-
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    p = _Parser(prog=PROG, description="a worker of p4reduce's local stack")
+    p = OneLineArgumentParser(
+        exit_status=2, prog=PROG, description="a worker of p4reduce's local stack"
+    )
     p.add_argument("--url", required=True)
     p.add_argument("--job", type=int, required=True)
     p.add_argument("--rank", type=int, required=True)
@@ -138,8 +135,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: rank {args.rank}: error: interrupted", file=sys.stderr)
         return 130
     except Exception as err:  # noqa: BLE001 - one line, never a traceback
-        msg = " ".join(str(err).split()) or type(err).__name__
-        print(f"{PROG}: rank {args.rank}: error: {type(err).__name__}: {msg}", file=sys.stderr)
+        print(
+            f"{PROG}: rank {args.rank}: error: {type(err).__name__}: {one_line(err)}",
+            file=sys.stderr,
+        )
         return 1
 
 

@@ -18,7 +18,8 @@ import sys
 import threading
 from pathlib import Path
 
-from ..cli_common import OneLineArgumentParser
+from p4reduce.cli_common import OneLineArgumentParser
+
 from ..frontend.cli import in_deep_thread
 from ..frontend.compiler import CompileOptions, compile_file
 from ..frontend.errors import CompileError

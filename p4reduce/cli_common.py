@@ -1,0 +1,52 @@
+"""Pieces every p4reduce command line shares: one-line usage errors and one-line ends on
+unexpected errors, never a traceback.
+
+It lives in the neutral top-level package, which depends on no part, so the switch, the
+controller and the testbed commands all use it without depending on each other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any, NoReturn
+
+
+class OneLineArgumentParser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line, ``PROG: error: message``, and ``exit_status``.
+
+    Subparsers are built by argparse with the parent's class but none of its arguments, so a
+    command whose subcommands must report under the command's own name and status sets the
+    class attributes in a subclass instead."""
+
+    exit_status = 1
+    error_prog: str | None = None  # the name errors start with; default: this parser's prog
+
+    def __init__(self, *args: Any, exit_status: int | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if exit_status is not None:
+            self.exit_status = exit_status
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.error_prog or self.prog}: error: {message}", file=sys.stderr)
+        sys.exit(self.exit_status)
+
+
+def one_line(err: BaseException) -> str:
+    """The error's message on one line (its type name when it has none)."""
+    return " ".join(str(err).split()) or type(err).__name__
+
+
+def internal_error(prog: str, err: BaseException) -> str:
+    return f"{prog}: error: internal error: {type(err).__name__}: {one_line(err)}"
+
+
+def stdout_gone() -> int:
+    """Output was piped into a reader that quit (``| head``): stop quietly, exit 141 as a
+    shell would, and keep Python from complaining again when it flushes stdout at exit."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 141
