@@ -324,6 +324,14 @@ def plots(out: Path, fig: dict[str, list[dict[str, Any]]], echo: dict[str, float
 
 
 # ---------------------------------------------------------------------- main
+def print_runs(key: str, rows: list[dict[str, Any]]) -> None:
+    """One table of timed all-reduces, varying ``key`` (elements or workers)."""
+    print(f"{key:>10} {'ms':>9} {'Gb/s':>8} {'vs echo':>8} {'pkt/s/worker':>13} {'retx':>5}")
+    for r in rows:
+        print(f"{r[key]:>10} {r['seconds'] * 1e3:>9.1f} {r['goodput_gbps']:>8.4f} "
+              f"{r['ratio_to_echo']:>8.3f} {r['pps_per_worker']:>13,.0f} {r['retransmissions']:>5.0f}")  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--workers", type=int, default=2, help="workers for sizes/density (2)")
@@ -454,20 +462,10 @@ def main(argv: list[str] | None = None) -> int:
           f"UDP echo baseline {echo['pps']:,.0f} packets/s, {echo['goodput_gbps']:.4f} Gb/s")  # fmt: skip
     if fig["sizes"]:
         print(f"\ntime and goodput against size ({args.workers} workers, dense float32)")
-        print(
-            f"{'elements':>10} {'ms':>9} {'Gb/s':>8} {'vs echo':>8} {'pkt/s/worker':>13} {'retx':>5}"
-        )
-        for r in fig["sizes"]:
-            print(f"{r['elements']:>10} {r['seconds'] * 1e3:>9.1f} {r['goodput_gbps']:>8.4f} "
-                  f"{r['ratio_to_echo']:>8.3f} {r['pps_per_worker']:>13,.0f} {r['retransmissions']:>5.0f}")  # fmt: skip
+        print_runs("elements", fig["sizes"])
     if fig["workers"]:
         print(f"\ntime and goodput against workers ({args.size_for_workers} elements)")
-        print(
-            f"{'workers':>10} {'ms':>9} {'Gb/s':>8} {'vs echo':>8} {'pkt/s/worker':>13} {'retx':>5}"
-        )
-        for r in fig["workers"]:
-            print(f"{r['workers']:>10} {r['seconds'] * 1e3:>9.1f} {r['goodput_gbps']:>8.4f} "
-                  f"{r['ratio_to_echo']:>8.3f} {r['pps_per_worker']:>13,.0f} {r['retransmissions']:>5.0f}")  # fmt: skip
+        print_runs("workers", fig["workers"])
     if fig["density"]:
         print(
             f"\nsparse against density ({args.density_elements} elements, {args.workers} workers)"
