@@ -27,6 +27,7 @@ from p4reduce.switch.frontend.compiler import CompileOptions
 from p4reduce.switch.interp.load import load_pipeline
 from p4reduce.switch.interp.matches import Exact
 from p4reduce.switch.interp.switch import V1Switch
+from p4reduce.switch.ports.ipudp import Endpoints, build_frame
 
 ROOT = Path(__file__).resolve().parent.parent
 SWITCH_IP, SWITCH_MAC = "10.0.0.254", 0x0200000000FE
@@ -43,32 +44,11 @@ def worker_ip(rank: int) -> str:
     return f"10.0.1.{rank + 1}"
 
 
-def checksum(header: bytes) -> int:
-    s = sum(struct.unpack(f"!{len(header) // 2}H", header))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return ~s & 0xFFFF
-
-
 def frame(
     src_mac: int, dst_mac: int, src: str, dst: str, sport: int, dport: int, payload: bytes
 ) -> bytes:
-    eth = dst_mac.to_bytes(6, "big") + src_mac.to_bytes(6, "big") + b"\x08\x00"
-    hdr = struct.pack(
-        "!BBHHHBBH4s4s",
-        0x45,
-        0,
-        28 + len(payload),
-        0,
-        0,
-        64,
-        17,
-        0,
-        ipaddress.IPv4Address(src).packed,
-        ipaddress.IPv4Address(dst).packed,
-    )
-    hdr = hdr[:10] + checksum(hdr).to_bytes(2, "big") + hdr[12:]
-    return eth + hdr + struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload
+    ends = Endpoints(dst_mac.to_bytes(6, "big"), src_mac.to_bytes(6, "big"), src, dst, sport, dport)
+    return build_frame(payload, ends, ip_id=0)
 
 
 def agg_packet(kind: str, k: int, rank: int, slot: int, set_: int, block: int) -> bytes:
