@@ -28,7 +28,7 @@ from . import loss as loss_mod
 from . import pipeline, program, static_config
 from . import slots as slots_mod
 from . import stats as stats_mod
-from .errors import NoPipeline
+from .errors import NoPipeline, Unsupported
 from .jobs import Job, JobTable, Member
 from .p4info import Schema
 from .p4rt import DEFAULT_ADDR, DEFAULT_DEVICE_ID, DEFAULT_ELECTION_ID, DELETE, Connection
@@ -184,6 +184,20 @@ class Controller:
                 self._warn(
                     f"the switch cannot write registers (no RegisterEntry): slots "
                     f"{job.slot_base}..{job.slot_end - 1} were not cleared"
+                )
+            return job
+
+    def clear_slots(self, job_id: int) -> Job:
+        """Zero the job's slot range (bitmaps and counts), as at creation: the recovery after a
+        failed call, once no worker sends. Raises ``Unsupported`` where the switch cannot
+        write registers, since the workers would then restart against stale slots."""
+        with self.lock:
+            job = self.jobs().get(job_id)
+            if not slots_mod.clear(self.conn, self.schema, job.slot_base, job.slot_count):
+                raise Unsupported(
+                    f"the switch cannot write registers (no RegisterEntry): job {job_id}'s slots "
+                    f"{job.slot_base}..{job.slot_end - 1} cannot be cleared for recovery; "
+                    f"delete the job and create it again"
                 )
             return job
 

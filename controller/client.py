@@ -124,6 +124,13 @@ class RegistrationClient:
         body = {"rank": rank, "name": name, "timeout": wait}
         return int(self._call("POST", f"/v1/jobs/{job_id}/barrier", body, wait)["generation"])
 
+    def recover(self, job_id: int, rank: int, next_call: int, timeout: float | None = None) -> int:
+        """The recovery round after a failed call: wait until every rank of the job asked and
+        the switch cleared the job's slots; returns the call number all ranks go on from."""
+        wait = self.timeout if timeout is None else timeout
+        body = {"rank": rank, "next_call": next_call, "timeout": wait}
+        return int(self._call("POST", f"/v1/jobs/{job_id}/recover", body, wait)["next_call"])
+
     def leave(self, job_id: int, rank: int) -> dict[str, Any]:
         return self._call("POST", f"/v1/jobs/{job_id}/leave", {"rank": rank}, 30.0)
 

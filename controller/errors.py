@@ -54,3 +54,9 @@ class Timeout(ControllerError):
     """A join or barrier did not complete in time."""
 
     status = 504
+
+
+class Unsupported(ControllerError):
+    """The switch cannot do what was asked (simple_switch_grpc has no RegisterEntry)."""
+
+    status = 501

@@ -27,6 +27,18 @@ class Barrier:
 
 
 @dataclass
+class Recovery:
+    """The job's recovery round after a failed call: each rank arrives with the number of its
+    next call; when every rank that has not left is in, the slots are cleared once and every
+    rank resumes from the largest of those numbers (packet ids are never reused)."""
+
+    generation: int = 0
+    arrived: dict[int, int] = field(default_factory=dict)  # rank -> its next call
+    clearing: bool = False  # the last arrival is clearing the slots
+    outcome: dict[int, int | ControllerError] = field(default_factory=dict)  # gen -> result
+
+
+@dataclass
 class Entry:
     """One job as the registry sees it."""
 
@@ -39,6 +51,7 @@ class Entry:
     error: ControllerError | None = None
     left: set[int] = field(default_factory=set)
     barriers: dict[str, Barrier] = field(default_factory=dict)
+    recovery: Recovery = field(default_factory=Recovery)
 
     @property
     def waiting_for(self) -> list[int]:
@@ -56,6 +69,10 @@ class Entry:
             "barriers": {
                 name: {"generation": b.generation, "arrived": sorted(b.arrived)}
                 for name, b in sorted(self.barriers.items())
+            },
+            "recovery": {
+                "generation": self.recovery.generation,
+                "arrived": sorted(self.recovery.arrived),
             },
         }
         if self.job is not None:
@@ -190,6 +207,62 @@ class Registry:
         b = entry.barriers.get(name)
         if b is not None and b.generation == generation:
             b.arrived.discard(rank)
+
+    # ------------------------------------------------------------------ recovery
+    def recover_arrive(self, job_id: int, rank: Any, next_call: Any) -> tuple[int, bool]:
+        """Rank enters the recovery round: (generation, True when it completed the round,
+        so the caller clears the slots and then calls ``recovered``)."""
+        entry, r = self._ready(job_id, rank)
+        nc = addr.number(next_call, "next_call", 0, 0xFFFFFFFF)
+        rec = entry.recovery
+        if r in rec.arrived:
+            raise Conflict(f"rank {r} is already recovering job {job_id}")
+        rec.arrived[r] = nc
+        return rec.generation, self._recovery_complete(entry)
+
+    def recovery_after_leave(self, job_id: int) -> int | None:
+        """After a leave: the generation of a recovery round that waited only for ranks that
+        have now left (the caller clears the slots and calls ``recovered``), else None."""
+        entry = self.entries.get(job_id)
+        if entry is None or entry.state != READY:
+            return None
+        for r in entry.left:
+            entry.recovery.arrived.pop(r, None)
+        return entry.recovery.generation if self._recovery_complete(entry) else None
+
+    @staticmethod
+    def _recovery_complete(entry: Entry) -> bool:
+        rec = entry.recovery
+        if rec.clearing or not rec.arrived or len(rec.arrived) < entry.n - len(entry.left):
+            return False
+        rec.clearing = True
+        return True
+
+    def recovered(self, job_id: int, generation: int, error: ControllerError | None) -> None:
+        """The slots of round ``generation`` were cleared (or clearing failed with ``error``):
+        every waiting rank gets the agreed next call (or the error)."""
+        entry = self.entries.get(job_id)
+        if entry is None:
+            return
+        rec = entry.recovery
+        rec.outcome = {generation: error if error is not None else max(rec.arrived.values())}
+        rec.generation = generation + 1
+        rec.arrived.clear()
+        rec.clearing = False
+
+    def recovery_outcome(self, job_id: int, generation: int) -> int | ControllerError | None:
+        """The agreed next call (or the error) of a finished round; None while it runs."""
+        entry = self.entries.get(job_id)
+        if entry is None or entry.state != READY:
+            return Conflict(f"job {job_id} is gone")
+        return entry.recovery.outcome.get(generation)
+
+    def recover_depart(self, job_id: int, rank: int, generation: int) -> None:
+        """A recovery wait that gave up: the rank no longer counts as arrived."""
+        entry = self.entries.get(job_id)
+        if entry is not None and entry.recovery.generation == generation:
+            if not entry.recovery.clearing:
+                entry.recovery.arrived.pop(rank, None)
 
     # ------------------------------------------------------------------ leaving
     def leave(self, job_id: int, rank: Any) -> tuple[Entry, bool]:

@@ -6,6 +6,9 @@
                                   ranks joined and the job is installed
     POST /v1/jobs/{id}/barrier   {"rank", "name"?, "timeout"?} -> {"released": true, ...}
                                   once every rank (that has not left) arrived
+    POST /v1/jobs/{id}/recover   {"rank", "next_call", "timeout"?} -> {"next_call", ...} once
+                                  every rank (that has not left) asked and the job's slots
+                                  were cleared: the recovery after a failed call
     POST /v1/jobs/{id}/leave     {"rank"} -> {"deleted": bool}; the last leave deletes the job
     GET  /v1/jobs                every job the service knows (joining, installing, ready)
     GET  /v1/jobs/{id}           one of them
@@ -13,7 +16,7 @@
                                  missing, count, exponent, complete) for diagnosing a stuck call
     GET  /v1/health              {"status": "ok", "switch": {...}}
 
-Errors answer with the status of the ``ControllerError`` (400, 404, 409, 502, 503, 504) and
+Errors answer with the status of the ``ControllerError`` (400, 404, 409, 501, 502, 503, 504) and
 ``{"error": "one line"}``. docs/controller.md has the request and response fields.
 """
 
@@ -36,7 +39,7 @@ from .registry import FAILED, INSTALLING, JOINING, READY, Registry
 
 DEFAULT_LISTEN = "127.0.0.1:9560"
 MAX_WAIT = 3600.0
-_JOB_PATH = re.compile(r"^/v1/jobs/(\d+)(?:/(join|barrier|leave|slots))?/?$")
+_JOB_PATH = re.compile(r"^/v1/jobs/(\d+)(?:/(join|barrier|recover|leave|slots))?/?$")
 
 
 @dataclass
@@ -231,12 +234,56 @@ class RegistrationService:
                 )
             return {"job_id": job_id, "name": name, "generation": gen, "released": True}
 
+    def recover(self, job_id: int, body: dict[str, Any]) -> dict[str, Any]:
+        """The recovery round after a failed call (docs/controller.md): every rank stops
+        sending and asks; the last to arrive clears the job's slots; all resume from the
+        largest next call any of them reported."""
+        if "rank" not in body or "next_call" not in body:
+            raise InvalidArgument("recover needs rank and next_call")
+        timeout = self._timeout(body, self.join_timeout)
+        with self.cond:
+            gen, complete = self.registry.recover_arrive(job_id, body["rank"], body["next_call"])
+        if complete:
+            self._clear_for_recovery(job_id, gen)
+
+        def done() -> bool:
+            return self.registry.recovery_outcome(job_id, gen) is not None
+
+        with self.cond:
+            if not self._wait(done, timeout):
+                entry = self.registry.entries.get(job_id)
+                missing = sorted(
+                    set(range(entry.n)) - set(entry.recovery.arrived) - entry.left if entry else ()
+                )
+                self.registry.recover_depart(job_id, int(body["rank"]), gen)
+                raise Timeout(
+                    f"job {job_id}: timed out after {timeout:g} s in recovery waiting for "
+                    f"ranks {', '.join(map(str, missing))}"
+                )
+            outcome = self.registry.recovery_outcome(job_id, gen)
+        if isinstance(outcome, ControllerError):
+            raise outcome
+        return {"job_id": job_id, "generation": gen, "next_call": outcome, "cleared": True}
+
+    def _clear_for_recovery(self, job_id: int, generation: int) -> None:
+        error: ControllerError | None = None
+        try:
+            self.controller.clear_slots(job_id)
+        except ControllerError as err:
+            error = err
+        with self.cond:
+            self.registry.recovered(job_id, generation, error)
+            self.cond.notify_all()
+
     def leave(self, job_id: int, body: dict[str, Any]) -> dict[str, Any]:
         if "rank" not in body:
             raise InvalidArgument("leave without rank")
         with self.cond:
             entry, last = self.registry.leave(job_id, body["rank"])
+            recovering = None if last else self.registry.recovery_after_leave(job_id)
             self.cond.notify_all()
+        if recovering is not None:
+            self._clear_for_recovery(job_id, recovering)
         if last:
             try:
                 self.controller.delete_job(job_id)

@@ -9,6 +9,10 @@
         s.barrier()
         f.result()
 
+After a call fails (``AllreduceTimeout``: a worker or the switch was gone), the next call
+first runs the recovery round with every other worker (``recover``), so the session stays
+usable; ``resume`` instead finishes the failed call once everyone is back.
+
 A session owns one UDP socket (``transport.UdpTransport``), one protocol core
 (``protocol.Session``) and, once ``allreduce_async`` is used, one background thread.
 docs/host.md ("The numpy API") describes errors, recovery, ``mode="auto"`` and statistics.
@@ -95,15 +99,16 @@ class AllreduceTimeout(CallTimeout):
     """A call got no result for some slots within the retry policy (``TimeoutError``).
     ``stuck`` / ``stuck_slots`` / ``stuck_blocks`` name them; ``missing_ranks`` the ranks
     the switch's bitmaps show have not contributed to them (None when that could not be
-    read). The session keeps the call: ``resume()`` once every worker is back, or close
-    every worker's session and join again (docs/host.md, "After a failed call")."""
+    read). The session keeps the call: the next call recovers first (``recover``), or
+    ``resume()`` finishes it once every worker is back (docs/host.md, "After a failed call")."""
 
     missing_ranks: list[int] | None = None
 
 
 class SessionFailed(SessionBusy):
-    """A new call on a session whose previous call failed and was neither resumed nor
-    reset; names that call and its error."""
+    """A new call on a session whose previous call failed and that could not recover
+    (no registration service, ``auto_recover=False``, or the recovery round failed);
+    names that call and its error."""
 
 
 @dataclass
@@ -161,8 +166,9 @@ class AllreduceSession:
     socket registered for it (bound; the session owns it from now on), or None to bind
     ``(bind_ip, the registered port)``. ``retry``: the retransmission policy (by default
     from ``assignment.timeouts``). ``registration``: the client used for ``barrier`` and
-    for leaving the job on ``close``; without one, ``barrier`` is unavailable and
-    ``close`` does not leave.
+    for leaving the job on ``close``; without one, ``barrier`` and ``recover`` are
+    unavailable and ``close`` does not leave. ``auto_recover``: a call after a failed one
+    first runs ``recover`` (the default); False makes it raise ``SessionFailed`` instead.
     """
 
     def __init__(
@@ -173,6 +179,7 @@ class AllreduceSession:
         bind_ip: str = "127.0.0.1",
         retry: RetryPolicy | None = None,
         registration: RegistrationClient | None = None,
+        auto_recover: bool = True,
     ) -> None:
         a = assignment
         if a.program not in ("dense", "sparse"):
@@ -192,6 +199,8 @@ class AllreduceSession:
         self.program = a.program
         self.retry = retry if retry is not None else retry_from_timeouts(a.timeouts)
         self.registration = registration
+        self.auto_recover = auto_recover
+        self.recoveries = 0  # recovery rounds this session went through
         self.switch = (a.switch_ip, a.agg_port)
         self.session = Session(
             rank=a.rank,
@@ -234,6 +243,7 @@ class AllreduceSession:
         slots: int | None = None,
         timeout: float = 60.0,
         retry: RetryPolicy | None = None,
+        auto_recover: bool = True,
     ) -> AllreduceSession:
         """Join job ``job_id`` at the registration service ``url`` as ``rank`` of ``n``.
 
@@ -268,7 +278,9 @@ class AllreduceSession:
                 slots=slots,
                 timeout=timeout,
             )
-            return cls(a, sock, bind_ip=bind_ip, retry=retry, registration=reg)
+            return cls(
+                a, sock, bind_ip=bind_ip, retry=retry, registration=reg, auto_recover=auto_recover
+            )
         except BaseException:
             if own:
                 sock.close()
@@ -322,6 +334,20 @@ class AllreduceSession:
             return self._submit(self._resume).result()
         with self._lock:
             return self._resume()
+
+    def recover(self, timeout: float | None = None) -> None:
+        """The recovery round after a failed call: drop the failed call, wait (at most
+        ``timeout`` s, by default the registration client's) until every worker of the job
+        that has not left asked too, let the controller clear the job's slots, and go on from
+        the call number all agreed on. Every worker whose call failed must recover (the next
+        call does it by itself unless ``auto_recover=False``); a worker whose call succeeded
+        joins in when its next call fails. Raises ``RegistrationError`` when the round fails
+        (a worker did not come, the switch cannot clear registers); the session stays failed."""
+        if self._executor is not None:
+            self._submit(self._recover, timeout).result()
+            return
+        with self._lock:
+            self._recover(timeout)
 
     def reset(self, next_call: int | None = None) -> None:
         """Forget a failed call and put every slot back at set 0, as at job creation.
@@ -467,19 +493,47 @@ class AllreduceSession:
         msg = wire.MSG_SPARSE if mode == "sparse" else wire.MSG_DENSE
         return self._run(a, msg, user, lambda r: self._finish(user, r))
 
-    def _check_idle(self) -> None:
+    def _failure(self) -> str | None:
         p = self._pending
         if p is not None:
-            raise SessionFailed(
-                f"job {self.job_id} rank {self.rank}: call {p.call.call_id} failed "
-                f"({p.call.error}); resume() it once every worker is back, or close every "
-                f"session and join again"
-            )
+            return f"call {p.call.call_id} failed ({p.call.error})"
         if self._broken is not None:
+            return f"a call broke the session ({self._broken})"
+        return None
+
+    def _check_idle(self) -> None:
+        failure = self._failure()
+        if failure is None:
+            return
+        me = f"job {self.job_id} rank {self.rank}"
+        if not self.auto_recover or self.registration is None:
             raise SessionFailed(
-                f"job {self.job_id} rank {self.rank}: a call broke the session "
-                f"({self._broken}); close every session and join again"
+                f"{me}: {failure}; recover() with every worker, resume() the call once every "
+                f"worker is back, or close every session and join again"
             )
+        try:
+            self._recover(None)
+        except RegistrationError as err:
+            raise SessionFailed(f"{me}: {failure}, and the recovery round failed: {err}") from None
+
+    def _recover(self, timeout: float | None) -> None:
+        self._check_open()
+        if self.registration is None:
+            raise RuntimeError(
+                "recover needs the registration service: create the session with join()"
+            )
+        # Stop sending first: the slots are cleared only once every worker is in this round,
+        # and nothing of the failed call may reach them afterwards.
+        self.transport.discard()
+        agreed = self.registration.recover(
+            self.job_id, self.rank, self.session.next_call, timeout=timeout
+        )
+        self._pending = None
+        self._broken = None
+        self.session.reset(next_call=agreed)
+        self.transport.discard()  # results of the failed call that arrived meanwhile
+        self.recoveries += 1
+        log.info("job %d rank %d: recovered, going on from call %d", self.job_id, self.rank, agreed)
 
     def _run(
         self,
@@ -530,7 +584,10 @@ class AllreduceSession:
             else f" ({got} results arrived from {ip}:{port} before that.)"
         )
         missing, state = self._missing_ranks(err.stuck)
-        msg = f"{err}{why}{state} The session keeps the call: resume() it, or close and join again."
+        msg = (
+            f"{err}{why}{state} The next call recovers with the other workers first "
+            f"(or resume() this one once every worker is back)."
+        )
         timeout = AllreduceTimeout(msg, err.call_id, err.stuck, err.in_flight)
         timeout.missing_ranks = missing
         return timeout

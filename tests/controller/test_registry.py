@@ -126,3 +126,44 @@ def test_adopt_and_listing() -> None:
     assert listing[0]["state"] == "joining" and listing[0]["waiting_for"] == [1]
     assert listing[1]["state"] == "ready" and listing[1]["job"]["slot_base"] == 100
     assert reg.arrive(9, 0) == (0, False)
+
+
+def test_recovery_round() -> None:
+    """Every rank arrives with its next call; the last arrival completes the round (and
+    clears the slots); all get the largest next call; a timed-out arrival is taken back."""
+    reg = Registry()
+    _ready(reg, 7, 3)
+    assert reg.recover_arrive(7, 0, 5) == (0, False)
+    with pytest.raises(Conflict, match="rank 0 is already recovering job 7"):
+        reg.recover_arrive(7, 0, 5)
+    reg.recover_depart(7, 0, 0)  # gave up: no longer counted
+    assert reg.get(7).recovery.arrived == {}
+    assert reg.recover_arrive(7, 0, 5) == (0, False)
+    assert reg.recover_arrive(7, 2, 4) == (0, False)
+    assert reg.recovery_outcome(7, 0) is None
+    assert reg.recover_arrive(7, 1, 9) == (0, True)
+    with pytest.raises(Conflict, match="rank 1 is already recovering job 7"):
+        reg.recover_arrive(7, 1, 9)  # until the slots are cleared
+    reg.recovered(7, 0, None)
+    assert reg.recovery_outcome(7, 0) == 9
+    assert reg.get(7).to_dict()["recovery"] == {"generation": 1, "arrived": []}
+    # a failed clear reaches every waiter of that round
+    for r in range(3):
+        gen, complete = reg.recover_arrive(7, r, 10)
+    assert (gen, complete) == (1, True)
+    reg.recovered(7, 1, InvalidArgument("no registers"))
+    assert str(reg.recovery_outcome(7, 1)) == "no registers"
+    with pytest.raises(InvalidArgument, match="next_call -1"):
+        reg.recover_arrive(7, 0, -1)
+
+
+def test_recovery_completes_when_the_missing_rank_leaves() -> None:
+    reg = Registry()
+    _ready(reg, 7, 3)
+    reg.recover_arrive(7, 0, 3)
+    reg.recover_arrive(7, 1, 3)
+    assert reg.recovery_after_leave(7) is None  # rank 2 is still in the job
+    reg.leave(7, 2)
+    assert reg.recovery_after_leave(7) == 0
+    reg.recovered(7, 0, None)
+    assert reg.recovery_outcome(7, 0) == 3

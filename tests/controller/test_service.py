@@ -21,6 +21,8 @@ from p4reduce.controller import (
     Timeouts,
     program,
 )
+from p4reduce.controller import slots as slots_mod
+from p4reduce.controller.p4rt import MODIFY
 
 
 @pytest.fixture
@@ -160,6 +162,33 @@ def test_barrier(client: RegistrationClient) -> None:
 def _arrived(client: RegistrationClient, job_id: int, name: str) -> int:
     barrier = client.job(job_id)["barriers"].get(name)
     return len(barrier["arrived"]) if barrier else 0
+
+
+def test_recovery_clears_the_slots(client: RegistrationClient, ctl: Controller) -> None:
+    """POST /v1/jobs/{id}/recover: nobody passes before every rank asked; then the job's
+    slots are zero and every rank gets the largest next call; a lone rank times out naming
+    the others (504)."""
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(lambda r: _join(client, 7, r, 2, slots=4), range(2)))
+    job = ctl.get_job(7)
+    bitmaps = ctl.schema.register(program.BITMAPS).id
+    ctl.conn.write([(MODIFY, slots_mod._cell(bitmaps, job.slot_base + 1, b"\x01"))], "dirty")
+    assert ctl.slots(7, 1, 1)[1][0].to_dict()["sets"][0]["ranks"] == [0]
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(client.recover, 7, 0, 3)
+        _wait_for(lambda: client.job(7)["recovery"]["arrived"] == [0])
+        assert ctl.slots(7, 1, 1)[1][0].to_dict()["sets"][0]["ranks"] == [0]  # not yet
+        assert client.recover(7, 1, 8) == 8
+        assert first.result(5) == 8
+    assert ctl.slots(7, 1, 1)[1][0].to_dict()["sets"][0]["ranks"] == []
+    with pytest.raises(
+        RegistrationError, match=r"timed out after 0.2 s in recovery waiting for ranks 1"
+    ) as e:
+        client.recover(7, 0, 8, timeout=0.2)
+    assert e.value.status == 504
+    with pytest.raises(RegistrationError, match="recover needs rank and next_call") as e:
+        client._call("POST", "/v1/jobs/7/recover", {"rank": 0}, 5)
+    assert e.value.status == 400
 
 
 def test_leave_deletes_job(client: RegistrationClient, ctl: Controller, switch: Switch) -> None:

@@ -10,6 +10,7 @@ import time
 import numpy as np
 import pytest
 from conftest import Jobs
+from p4reduce.controller.client import RegistrationError
 from p4reduce.host import (
     AllreduceSession,
     AllreduceTimeout,
@@ -335,7 +336,7 @@ def test_silent_worker_timeout_then_resume(dense: Jobs) -> None:
     and rank 0 resumes, both get the exact sum and the next call works."""
     give_up = 1.0
     retry = RetryPolicy(initial_timeout=0.05, max_timeout=0.2, give_up_after=give_up)
-    s0, s1 = dense.join(2, slots=4, retry=retry)
+    s0, s1 = dense.join(2, slots=4, retry=retry, auto_recover=False)
     xs = tensors(21, 2, 1000, np.int32)
     t = time.monotonic()
     with pytest.raises(AllreduceTimeout) as info:
@@ -359,12 +360,55 @@ def test_silent_worker_timeout_then_resume(dense: Jobs) -> None:
     same_sets([s0, s1])
 
 
+def test_timeout_then_the_next_call_recovers(dense: Jobs) -> None:
+    """Rank 1 is away while rank 0's call fails, leaving rank 0's contributions in the
+    slots. The next call recovers by itself: rank 0 waits in the recovery round until rank
+    1 (back, its own state intact) asks too; the controller clears the slots and both go on
+    from the same call number, so the stale halves are not added: the sums are exact, and
+    later calls work."""
+    retry = RetryPolicy(initial_timeout=0.05, max_timeout=0.2, give_up_after=0.5)
+    s0, s1 = dense.join(2, slots=4, retry=retry)
+    xs = tensors(23, 2, 1000, np.int32)
+    with pytest.raises(AllreduceTimeout, match="recovers"):
+        s0.allreduce(xs[0] + 1)  # what it leaves in the slots must not reach the next sum
+    assert s0.session.next_call == 1 and s1.session.next_call == 0
+
+    def after(s: AllreduceSession, r: int) -> np.ndarray:
+        if r == 1:
+            s.recover()  # a worker whose own calls did not fail joins the round explicitly
+        return s.allreduce(xs[r])
+
+    for r in on_all([s0, s1], after):
+        check(r, xs)
+    assert s0.recoveries == s1.recoveries == 1
+    assert s0.session.next_call == s1.session.next_call == 2  # from max(1, 0) = 1
+    for r in run_all([s0, s1], ys := tensors(24, 2, 1000, np.float32)):
+        check(r, ys)
+    same_sets([s0, s1])
+
+
+def test_recovery_round_times_out_naming_the_absent_rank(dense: Jobs) -> None:
+    """Nobody else comes to the recovery round: it fails within its timeout naming rank
+    1, and the session stays failed (the next call tries again)."""
+    retry = RetryPolicy(initial_timeout=0.05, max_timeout=0.2, give_up_after=0.3)
+    s0, s1 = dense.join(2, slots=4, retry=retry)
+    xs = tensors(25, 2, 300, np.int32)
+    with pytest.raises(AllreduceTimeout):
+        s0.allreduce(xs[0])
+    with pytest.raises(RegistrationError, match=r"recovery waiting for ranks 1"):
+        s0.recover(timeout=0.3)
+    assert s0._failure() is not None
+    # the absent rank comes back: both recover and the job works again
+    for r in on_all([s0, s1], lambda s, r: (s.recover(), s.allreduce(xs[r]))[1]):
+        check(r, xs)
+
+
 def test_async_failure_then_resume_through_auto(sparse: Jobs) -> None:
     """The failed call is the agreement round of an async mode="auto" call: its future
     raises AllreduceTimeout, the call queued behind it SessionFailed; resume() (queued on
     the session's thread) finishes the agreement and the sparse call after it."""
     retry = RetryPolicy(initial_timeout=0.05, max_timeout=0.2, give_up_after=1.0)
-    s0, s1 = sparse.join(2, slots=4, retry=retry)
+    s0, s1 = sparse.join(2, slots=4, retry=retry, auto_recover=False)
     xs = tensors(41, 2, 100 * K, np.float32, 0.02)
     ys = tensors(42, 2, 300, np.int32)
     f1 = s0.allreduce_async(xs[0], mode="auto")
