@@ -33,7 +33,9 @@ Exactness (docs/host.md, "Quantization"):
 
 from __future__ import annotations
 
+import contextlib
 import functools
+from collections.abc import Iterator
 from fractions import Fraction
 
 import numpy as np
@@ -89,8 +91,31 @@ def check_finite(x: np.ndarray) -> None:
         raise NonFiniteError(int(np.count_nonzero(bad)), first, float(flat[first]))
 
 
-def _chunk_rows(k: int) -> int:
-    return max(1, _CHUNK_ELEMENTS // k)
+def _chunk_rows(k: int, itemsize: int = 4) -> int:
+    """Rows per chunk: temporaries of about _CHUNK_ELEMENTS float32s (half the rows for
+    float64 temporaries), at least one row."""
+    return max(1, _CHUNK_ELEMENTS * 4 // (itemsize * k))
+
+
+@contextlib.contextmanager
+def _row_buffers(k: int) -> Iterator[None]:
+    """Around ufunc calls that scale (rows, K) blocks by a (rows, 1) column.
+
+    With numpy's default 8192-element buffers such a call copies the blocks and repeats
+    the column into its buffers, which costs more than the multiply. With one-row buffers
+    the inner loop runs once per row on the arrays themselves: for K >= 256 that makes
+    the call about twice as fast; for K = 64 the per-row calls cost more than the copies,
+    so the default stays. Only speed changes, never a result. (numpy 1.x wants a multiple
+    of 16; numpy 2 also restores the size when the enclosing errstate exits.)
+    """
+    if k < 256 or k % 16:
+        yield
+        return
+    old = np.setbufsize(k)
+    try:
+        yield
+    finally:
+        np.setbufsize(old)
 
 
 def block_exponents(blocks: np.ndarray) -> np.ndarray:
@@ -257,21 +282,27 @@ def quantize(
     blocks = np.ascontiguousarray(blocks)
     tab = _tables(n)
     rows = _chunk_rows(k)
-    with np.errstate(over="ignore", invalid="ignore"):
+    ei = e.astype(np.intp)  # take() with intp indices: uint8 fancy indexing is ~2.5x slower
+    with np.errstate(over="ignore", invalid="ignore"), _row_buffers(k):
         if tab.p is not None:
-            f = tab.q_scale[e][:, None]
+            f = tab.q_scale.take(ei)[:, None]
             tmp = np.empty((min(rows, b), k), dtype=np.float32)
             for r0 in range(0, b, rows):
                 r1 = min(b, r0 + rows)
                 t = tmp[: r1 - r0]
                 np.multiply(blocks[r0:r1], f[r0:r1], out=t)
-                np.rint(t, out=out[r0:r1], casting="unsafe")
+                # rint in place, then a casting copy: rint straight into int32 is a
+                # buffered cast, which _row_buffers' small buffers would slow down. (The
+                # output itself as the float32 scratch saves nothing: numpy copies an
+                # input that overlaps the output of another dtype.)
+                np.rint(t, out=t)
+                np.copyto(out[r0:r1], t, casting="unsafe")
         else:
-            rows = _chunk_rows(k) // 2  # float64 temporaries: the same bytes per chunk
+            rows = _chunk_rows(k, 8)
             if tab.q_reciprocal:
-                c, op = tab.q_mul[e][:, None], np.multiply
+                c, op = tab.q_mul.take(ei)[:, None], np.multiply
             else:
-                c, op = tab.q_div[e][:, None], np.divide
+                c, op = tab.q_div.take(ei)[:, None], np.divide
             tmp = np.empty((min(rows, b), k), dtype=np.float64)
             for r0 in range(0, b, rows):
                 r1 = min(b, r0 + rows)
@@ -337,13 +368,14 @@ def dequantize(
     sums = np.ascontiguousarray(sums)
     tab = _tables(n)
     rows = _chunk_rows(k)
+    ei = e.astype(np.intp)  # take() with intp indices: uint8 fancy indexing is ~2.5x slower
     if dtype == np.float64:
-        np.multiply(sums, tab.d_mul64[e][:, None], out=out)
+        np.multiply(sums, tab.d_mul64.take(ei)[:, None], out=out)
         return out
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore"), _row_buffers(k):
         if tab.p is not None:
             # float32(sum) is the only rounding; the power-of-two scale is exact.
-            f = tab.d_scale[e][:, None]
+            f = tab.d_scale.take(ei)[:, None]
             for r0 in range(0, b, rows):
                 r1 = min(b, r0 + rows)
                 o = out[r0:r1]
@@ -354,8 +386,8 @@ def dequantize(
                 idx = np.flatnonzero(fix)
                 out[idx] = (sums[idx] * tab.d_mul64[e[idx]][:, None]).astype(np.float32)
         else:
-            rows //= 2
-            g = tab.d_mul64[e][:, None]
+            rows = _chunk_rows(k, 8)
+            g = tab.d_mul64.take(ei)[:, None]
             tmp = np.empty((min(rows, b), k), dtype=np.float64)
             for r0 in range(0, b, rows):
                 r1 = min(b, r0 + rows)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -259,3 +260,126 @@ def test_bound_formula() -> None:
     assert np.allclose(Q.bound(2, np.array([128, 159])), [4 * 2.0**-31, 4.0])
     assert Q.scale(2, 158) == 0.5
     assert Q.clamp_limit(3) == (2**31 - 1) // 3
+
+
+# ------------------------------------------------------------------ chunked fast paths
+#
+# quantize and dequantize walk the blocks in chunks of _CHUNK_ELEMENTS and pick a path per
+# n (float32 for powers of two, float64 otherwise) and per K (_row_buffers for K >= 256).
+# The reference below is deliberately plain (float64, one pass, no tables, no chunks);
+# its exactness is what the Fraction tests above check on the library's own fallback.
+
+
+def ref_exponents(blocks: np.ndarray) -> np.ndarray:
+    m = np.abs(blocks.astype(np.float64)).max(axis=1, initial=0.0)
+    e = np.maximum(np.frexp(m)[1], -126) + 127
+    return np.where(m == 0, 0, e).astype(np.uint8)
+
+
+def ref_quantize(blocks: np.ndarray, e: np.ndarray, n: int) -> np.ndarray:
+    """round_half_even(x * 2^(158-E) / n), clamped: the power-of-two scale is exact in
+    float64, the division is rounded once, and rint then lands on the exact result."""
+    lim = (2**31 - 1) // n
+    y = blocks.astype(np.float64) * np.ldexp(1.0, 158 - e.astype(np.int64))[:, None] / n
+    return np.clip(np.rint(y), -lim, lim).astype(np.int32)
+
+
+def ref_dequantize(sums: np.ndarray, e: np.ndarray, n: int) -> np.ndarray:
+    """sum * n * 2^(E-158), exact in float64, rounded once to float32; 0 for E = 0."""
+    g = np.where(e == 0, 0.0, n * np.ldexp(1.0, e.astype(np.int64) - 158))
+    with np.errstate(over="ignore"):
+        return (sums.astype(np.float64) * g[:, None]).astype(np.float32)
+
+
+def mixed_blocks(rng: np.random.Generator, b: int, k: int) -> np.ndarray:
+    """Rows of every kind: ordinary, zero, denormal-only, near float32 max, tiny (scales
+    outside float32's normal range), and a single non-zero element."""
+    x = random_blocks(rng, b, k, spread=120) if b else np.zeros((0, k), np.float32)
+    kind = rng.integers(0, 6, b)
+    x[kind == 1] = 0
+    den = kind == 2
+    x[den] = (rng.integers(-(2**23), 2**23, (int(den.sum()), k)) * TINY).astype(np.float32)
+    big = kind == 3
+    x[big] = (F32_MAX * rng.uniform(-1, 1, (int(big.sum()), k))).astype(np.float32)
+    x[kind == 4] *= np.float32(2.0**-110)
+    one = np.flatnonzero(kind == 5)
+    x[one] = 0
+    x[one, rng.integers(0, k, one.size)] = random_blocks(rng, one.size, 1, spread=120)[:, 0]
+    return x
+
+
+def agreed_variants(rng: np.random.Generator, own: np.ndarray) -> list[np.ndarray]:
+    o = own.astype(np.int64)
+    return [
+        own,
+        np.minimum(o + rng.integers(0, 4, o.size), 255),  # a peer's larger exponent
+        np.maximum(o - rng.integers(0, 3, o.size), 0),  # below own: the clamp applies
+        rng.integers(0, 256, o.size),  # anything
+    ]
+
+
+def check_against_reference(blocks: np.ndarray, n: int, rng: np.random.Generator) -> None:
+    own = Q.block_exponents(blocks)
+    assert np.array_equal(own, ref_exponents(blocks))
+    for agreed in agreed_variants(rng, own):
+        agreed = agreed.astype(np.uint8)
+        q = Q.quantize(blocks, agreed, n, own=own)
+        assert np.array_equal(q, ref_quantize(blocks, agreed, n))
+        out = np.full(blocks.shape, -7, np.int32)  # a caller's buffer is filled entirely
+        assert Q.quantize(blocks, agreed, n, out=out) is out
+        assert np.array_equal(out, q)
+        # a sum of n contributions: |sum| <= n * floor((2^31 - 1) / n) < 2^31
+        sums = (q * rng.integers(-n, n + 1, q.shape)).astype(np.int32)
+        d = Q.dequantize(sums, agreed, n)
+        want = ref_dequantize(sums, agreed, n)
+        assert np.array_equal(d.view(np.uint32), want.view(np.uint32))  # bit for bit
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.one_of(st.integers(1, 33), st.sampled_from([64, 100, 1000, 2**16])),
+    k=st.sampled_from([1, 3, 16, 64, 256, 257, 272]),
+    chunk=st.sampled_from([1, 200, 1024, 4096]),
+    b=st.integers(0, 40),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_chunked_paths_match_reference(n: int, k: int, chunk: int, b: int, seed: int) -> None:
+    """Small chunks, so most arrays span several chunks and end in a partial one."""
+    rng = np.random.default_rng(seed)
+    blocks = mixed_blocks(rng, b, k)
+    with mock.patch.object(Q, "_CHUNK_ELEMENTS", chunk):
+        check_against_reference(blocks, n, rng)
+
+
+@pytest.mark.parametrize("k", [64, 256])
+@pytest.mark.parametrize("n", [3, 4])
+def test_gradient_sized_tensor_matches_reference(n: int, k: int) -> None:
+    """A tensor of the bench's kind with the real chunk size, its length a multiple of
+    neither the chunk nor K (to_blocks pads the last block)."""
+    rng = np.random.default_rng(n * k)
+    m = 3 * Q._CHUNK_ELEMENTS + 12_345
+    x = rng.standard_normal(m, dtype=np.float32) * np.float32(1e-3)
+    x[rng.random(m) < 0.05] = 0
+    blocks = Q.to_blocks(x, k)
+    assert blocks.shape == (-(-m // k), k)
+    check_against_reference(blocks, n, rng)
+
+
+@pytest.mark.parametrize("dtype", [">i4", np.int64, np.float64])
+def test_quantize_into_another_out_dtype(dtype: str | type) -> None:
+    """out may be of any dtype that holds the values (the result is cast into it)."""
+    rng = np.random.default_rng(11)
+    blocks = mixed_blocks(rng, 50, 64)
+    e = Q.block_exponents(blocks)
+    for n in (4, 3):
+        out = np.empty(blocks.shape, dtype)
+        Q.quantize(blocks, e, n, out=out)
+        assert np.array_equal(out, ref_quantize(blocks, e, n))
+
+
+def test_bufsize_is_restored() -> None:
+    before = np.getbufsize()
+    blocks = np.ones((3, 256), np.float32)
+    q = Q.quantize(blocks, Q.block_exponents(blocks), 4)
+    Q.dequantize(q, Q.block_exponents(blocks), 3)
+    assert np.getbufsize() == before
