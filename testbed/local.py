@@ -12,6 +12,11 @@
 5. workers are processes (``python -m p4reduce.testbed.worker``) that get their socket by
    file descriptor (``pass_fds``), join the job at the service and run their calls.
 
+With ``peers=[(ip, port), ...]`` the workers bring their own sockets (step 2 is skipped):
+switch port r + 1 stands for ``peers[r]``. The torch backend (``p4reduce.host.torch``) starts
+its loopback stack that way, with ``die_with_parent=True`` so that the switch and the service
+also go when the process that started them is killed.
+
 Leaving the ``with`` block (normally, on an exception, on Ctrl-C) stops every process it
 started: SIGTERM, then SIGKILL after a grace period, and removes the temporary directory.
 
@@ -22,9 +27,12 @@ started: SIGTERM, then SIGKILL after a grace period, and removes the temporary d
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
+import ctypes
 import json
 import os
+import queue
 import re
 import shutil
 import signal
@@ -90,6 +98,65 @@ def last_line(path: Path) -> str:
     return lines[-1] if lines else ""
 
 
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _die_with_parent_preexec() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes the child get SIGTERM when its parent dies (Linux
+    ``PR_SET_PDEATHSIG``), or None where there is no such thing. The function is resolved
+    here, before the fork, so the child only makes one foreign call before ``exec``."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the signal was armed
+            os._exit(1)
+
+    return preexec
+
+
+class _SpawnThread:
+    """One daemon thread per process that starts the die-with-parent children.
+
+    Linux sends the parent-death signal when the *thread* that forked the child ends, not
+    the process: a stack started from a short-lived thread would be killed with it. A
+    daemon thread is never joined, so it lives exactly as long as the process."""
+
+    _lock = threading.Lock()
+    _queue: queue.SimpleQueue[tuple[Callable[[], Any], concurrent.futures.Future[Any]]] | None
+    _queue = None
+
+    @classmethod
+    def popen(cls, args: list[str], **kw: Any) -> subprocess.Popen[bytes]:
+        with cls._lock:
+            if cls._queue is None:
+                cls._queue = queue.SimpleQueue()
+                threading.Thread(
+                    target=cls._serve, args=(cls._queue,), name="p4reduce-spawn", daemon=True
+                ).start()
+            q = cls._queue
+        done: concurrent.futures.Future[subprocess.Popen[bytes]] = concurrent.futures.Future()
+        q.put((lambda: subprocess.Popen(args, **kw), done))
+        return done.result()
+
+    @staticmethod
+    def _serve(
+        q: queue.SimpleQueue[tuple[Callable[[], Any], concurrent.futures.Future[Any]]],
+    ) -> None:
+        while True:
+            fn, done = q.get()
+            try:
+                done.set_result(fn())
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                done.set_exception(exc)
+
+
 @dataclass
 class Proc:
     """A process this stack started, with its output going to files in the work directory."""
@@ -120,7 +187,13 @@ class WorkerResult:
 
 
 class LocalStack:
-    """The embedded switch, the controller's registration service and worker processes."""
+    """The embedded switch, the controller's registration service and worker processes.
+
+    ``peers``: the workers' own UDP addresses, one per port (``len(peers) == ports``); the
+    stack then binds no sockets and ``spawn_workers`` is unavailable. ``die_with_parent``:
+    the switch and the service get SIGTERM when this process dies, however it dies (Linux;
+    elsewhere only ``stop()`` stops them).
+    """
 
     def __init__(
         self,
@@ -137,11 +210,17 @@ class LocalStack:
         workdir: str | Path | None = None,
         log: Callable[[str], None] | None = None,
         start_timeout: float = 60.0,
+        peers: Sequence[tuple[str, int]] | None = None,
+        die_with_parent: bool = False,
     ) -> None:
         if program not in PROGRAMS:
             raise StackError(f"program {program!r}: one of {', '.join(PROGRAMS)}")
         if not 1 <= ports <= 32:
             raise StackError(f"{ports} worker ports: 1 .. 32")
+        if peers is not None and len(peers) != ports:
+            raise StackError(f"{len(peers)} peer addresses for {ports} worker ports")
+        self.peers = [(str(ip), int(port)) for ip, port in peers] if peers is not None else None
+        self._preexec = _die_with_parent_preexec() if die_with_parent else None
         self.ports = ports
         self.program = program
         self.k = k
@@ -188,7 +267,8 @@ class LocalStack:
         for attempt in range(3):
             self.agg_port = free_udp_port()
             self._compile()
-            self._bind_sockets()
+            if self.peers is None:
+                self._bind_sockets()
             try:
                 self._start_switch()
                 break
@@ -271,6 +351,12 @@ class LocalStack:
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 22)
             self.sockets.append(s)
 
+    def worker_addresses(self) -> list[tuple[str, int]]:
+        """The UDP address switch port r + 1 stands for, per rank r."""
+        if self.peers is not None:
+            return list(self.peers)
+        return [s.getsockname()[:2] for s in self.sockets]
+
     def _close_sockets(self) -> None:
         for s in self.sockets:
             s.close()
@@ -282,9 +368,11 @@ class LocalStack:
         logs.mkdir(exist_ok=True)
         out, err = logs / f"{name}.out", logs / f"{name}.err"
         with open(out, "wb") as fo, open(err, "wb") as fe:
-            popen = subprocess.Popen(
-                list(args), stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, **kw
-            )
+            kw.update(stdin=subprocess.DEVNULL, stdout=fo, stderr=fe)
+            if self._preexec is not None:
+                popen = _SpawnThread.popen(list(args), preexec_fn=self._preexec, **kw)
+            else:
+                popen = subprocess.Popen(list(args), **kw)
         proc = Proc(name, popen, out, err)
         self.procs.append(proc)
         return proc
@@ -309,8 +397,8 @@ class LocalStack:
     def _start_switch(self) -> None:
         t0 = time.perf_counter()
         args = [command("p4reduce-switch"), str(self.prefix.with_suffix(".json"))]
-        for rank, s in enumerate(self.sockets):
-            args += ["-i", f"{rank + 1}@udp:127.0.0.1:{s.getsockname()[1]}"]
+        for rank, (ip, port) in enumerate(self.worker_addresses()):
+            args += ["-i", f"{rank + 1}@udp:{ip}:{port}"]
         args += [
             "--udp-listen", f"127.0.0.1:{self.agg_port}",
             "--grpc-server-addr", "127.0.0.1:0", "--log-level", "warn",
@@ -389,6 +477,8 @@ class LocalStack:
     ) -> list[Proc]:
         """Start n worker processes for job ``job_id``, rank r on switch port r + 1 with
         this stack's socket r; each runs ``plan`` (see testbed/worker.py)."""
+        if self.peers is not None:
+            raise StackError("this stack's workers bring their own sockets (peers=...)")
         if not 1 <= n <= self.ports:
             raise StackError(f"{n} workers: this stack has {self.ports} worker ports")
         self._worker_seq += 1

@@ -1,0 +1,67 @@
+"""Torch tensors as the numpy arrays ``AllreduceSession`` reduces in place.
+
+A contiguous CPU tensor is used as it is (its numpy view shares the memory). Anything else
+the switch can carry (a CUDA tensor, a non-contiguous or negated view) is staged: copied
+into a contiguous CPU tensor at submission, and the result copied back when the calls are
+done.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+SWITCH_DTYPES = (torch.float32, torch.int32)
+STAGED_DEVICES = ("cpu", "cuda")
+
+
+def switchable(t: torch.Tensor) -> bool:
+    """Whether the switch can reduce ``t``: a dense float32 or int32 tensor on the CPU or a
+    CUDA device."""
+    return (
+        isinstance(t, torch.Tensor)
+        and t.dtype in SWITCH_DTYPES
+        and t.layout == torch.strided
+        and t.device.type in STAGED_DEVICES
+    )
+
+
+@dataclass
+class Staged:
+    """A caller's tensor and the contiguous CPU tensor the session works on."""
+
+    tensor: torch.Tensor
+    host: torch.Tensor
+    copied: bool  # host is a copy, to be written back by finish()
+
+    @classmethod
+    def of(cls, tensor: torch.Tensor) -> Staged:
+        t = tensor.detach()
+        if t.device.type == "cpu" and t.is_contiguous() and not t.is_neg():
+            return cls(tensor, t, copied=False)
+        # A device-to-host copy waits for the work queued on the tensor's stream, so the
+        # gradient is complete when it is read.
+        host = t.to("cpu", memory_format=torch.contiguous_format, copy=True).resolve_neg()
+        return cls(tensor, host, copied=True)
+
+    def flat(self) -> np.ndarray:
+        """The host tensor as a flat numpy view (sharing its memory)."""
+        return self.host.numpy().reshape(-1)
+
+    def chunks(self, size: int) -> list[np.ndarray]:
+        """Views of at most ``size`` elements covering the tensor, in order."""
+        flat = self.flat()
+        return [flat[i : i + size] for i in range(0, flat.size, size)]
+
+    def finish(self) -> None:
+        """Copy the result back into the caller's tensor when it was staged."""
+        if not self.copied:
+            return
+        out = self.tensor.detach()
+        out.copy_(self.host)
+        if out.device.type == "cuda":
+            # The copy is queued on this thread's stream of the device; whoever waits on
+            # the collective next must see it done.
+            torch.cuda.current_stream(out.device).synchronize()
