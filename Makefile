@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 P4C    := $(shell command -v p4c 2>/dev/null)
 P4SRC  := $(wildcard p4src/*.p4)
 
-.PHONY: install build test lint bench clean
+.PHONY: install build test lint bench clean demo testbed
 
 install: $(STAMP)
 
@@ -43,6 +43,18 @@ bench: install
 	$(PY) bench/switch.py
 	$(PY) bench/dataplane.py
 	$(PY) bench/allreduce.py
+	$(PY) bench/torch_ddp.py
+
+# DDP training with 4 worker processes through the embedded switch, checked against gloo
+# (docs/demo.md). ARGS passes options: make demo ARGS="--steps 60 --json".
+demo: install
+	$(VENV)/bin/p4reduce demo $(ARGS)
+
+# The Mininet experiments (scaling, loss, sparsity, DDP training) on the embedded switch;
+# needs root. Tables on stdout, CSV and PNG in testbed/out/ (docs/testbed.md, docs/results.md).
+# ARGS passes options: make testbed ARGS="--switch bmv2 --repeat 5".
+testbed: install
+	$(VENV)/bin/p4reduce testbed --experiment standard $(ARGS)
 
 clean:
 	rm -rf build .pytest_cache

@@ -65,6 +65,29 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("name", nargs="?", metavar="NAME", help="allreduce, switch, dataplane, ...")
     b.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="passed to the script")
     b.add_argument("--list", action="store_true", help="list the benchmarks and exit")
+    from . import demo
+
+    d = sub.add_parser(
+        "demo",
+        help="DDP training through the embedded switch, checked against gloo",
+        description="Train a small model with N worker processes (DDP), first with gloo, then "
+        "with the p4reduce torch.distributed backend on the embedded switch (dense program "
+        "and controller on 127.0.0.1); show the loss per step, the aggregation statistics, "
+        "and that the final parameters equal gloo's within the tolerance derived from the "
+        "quantization bound (docs/demo.md). Exit 0 only when they do and the loss fell.",
+    )
+    demo.add_arguments(d)
+    from .mininet.command import add_arguments as add_testbed_arguments
+
+    t = sub.add_parser(
+        "testbed",
+        help="experiments on a Mininet network around one P4 switch (needs root)",
+        description="Build a Mininet network (N hosts, each linked to one P4 switch by a "
+        "shaped, lossy link; a management network for the registration service), run "
+        "p4reduce and gloo all-reduces as processes inside the hosts, check every result, "
+        "print a table and write CSV and PNG files (docs/testbed.md, Mininet). Needs root.",
+    )
+    add_testbed_arguments(t)
     return p
 
 
@@ -122,7 +145,7 @@ def _human(r: dict[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------------- bench
-BENCH_ORDER = ("frontend", "interpreter", "switch", "dataplane", "allreduce")
+BENCH_ORDER = ("frontend", "interpreter", "switch", "dataplane", "allreduce", "torch_ddp")
 
 
 def bench_dir() -> Path | None:
@@ -159,7 +182,21 @@ class UsageError(Exception):
 
 
 # ---------------------------------------------------------------------- main
-COMMANDS = {"check": cmd_check, "bench": cmd_bench}
+# ---------------------------------------------------------------------- demo
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    return run_demo(args)
+
+
+# ---------------------------------------------------------------------- testbed
+def cmd_testbed(args: argparse.Namespace) -> int:
+    from .mininet.command import cmd_testbed as run
+
+    return run(args)
+
+
+COMMANDS = {"check": cmd_check, "bench": cmd_bench, "demo": cmd_demo, "testbed": cmd_testbed}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

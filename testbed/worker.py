@@ -2,8 +2,9 @@
 ``LocalStack.spawn_workers``, not meant to be run by hand).
 
 It takes its already-bound UDP socket by file descriptor (``--fd``, passed with
-``subprocess.Popen(pass_fds=...)``), joins the job at the registration service, then runs
-the plan: a JSON list of items, each
+``subprocess.Popen(pass_fds=...)``), or binds one on ``--bind IP`` and registers it with
+``--mac MAC`` (a worker inside a Mininet host, testbed/mininet/), joins the job at the
+registration service, then runs the plan: a JSON list of items, each
 
     {"elements": M, "dtype": "float32"|"int32", "mode": "dense"|"sparse",
      "density": 1.0, "seed": 0, "k": 64, "repeat": 1, "warmup": 0, "save": null|"PATH"}
@@ -46,7 +47,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--job", type=int, required=True)
     p.add_argument("--rank", type=int, required=True)
     p.add_argument("--n", type=int, required=True)
-    p.add_argument("--fd", type=int, required=True, help="an already-bound UDP socket")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--fd", type=int, help="an already-bound UDP socket")
+    where.add_argument("--bind", metavar="IP", help="bind a UDP socket on this address")
+    p.add_argument("--mac", help="the MAC to register (the interface's, on a real network)")
     p.add_argument("--switch-port", type=int, required=True)
     p.add_argument("--slots", type=int, default=None)
     p.add_argument("--timeout", type=float, default=60.0)
@@ -66,21 +70,24 @@ def run_plan(
     job_id: int,
     rank: int,
     n: int,
-    sock: socket.socket,
+    sock: socket.socket | None,
     switch_port: int,
     plan: list[dict[str, Any]],
     *,
+    bind_ip: str = "127.0.0.1",
+    mac: str | None = None,
     slots: int | None = None,
     timeout: float = 60.0,
     emit: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Join, run the plan, leave; the per-call lines (also handed to ``emit`` as they come).
-    The worker process calls this; bench/allreduce.py calls it from threads too."""
+    The worker process calls this; bench/allreduce.py calls it from threads too. Without
+    ``sock``, the session binds one on ``bind_ip`` and registers it with ``mac``."""
     from p4reduce.host.api import AllreduceSession
 
     lines: list[dict[str, Any]] = []
     session = AllreduceSession.join(
-        url, job_id, rank, n, sock=sock, bind_ip="127.0.0.1", switch_port=switch_port,
+        url, job_id, rank, n, sock=sock, bind_ip=bind_ip, mac=mac, switch_port=switch_port,
         slots=slots, timeout=timeout,
     )  # fmt: skip
     try:
@@ -115,10 +122,10 @@ def run_plan(
 
 
 def run(args: argparse.Namespace) -> None:
-    sock = socket.socket(fileno=args.fd)
+    sock = socket.socket(fileno=args.fd) if args.fd is not None else None
     run_plan(
         args.url, args.job, args.rank, args.n, sock, args.switch_port, json.loads(args.plan),
-        slots=args.slots, timeout=args.timeout,
+        bind_ip=args.bind or "127.0.0.1", mac=args.mac, slots=args.slots, timeout=args.timeout,
         emit=lambda line: print(json.dumps(line), flush=True),
     )  # fmt: skip
 

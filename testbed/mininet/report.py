@@ -1,0 +1,134 @@
+"""Results of the Mininet experiments: the printed table, the CSV and the PNG figure."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Sequence
+from pathlib import Path
+
+from .runner import Row
+
+COLUMNS = (
+    ("workers", "workers", "{:d}"),
+    ("loss", "loss", "{:g}"),
+    ("density", "density", "{:g}"),
+    ("backend", "backend", "{}"),
+    ("mode", "mode", "{}"),
+    ("seconds", "ms", "{:.1f}"),
+    ("seconds_min", "min ms", "{:.1f}"),
+    ("seconds_max", "max ms", "{:.1f}"),
+    ("link_ms", "link ms", "{:.1f}"),
+    ("goodput_mbit", "Mbit/s", "{:.2f}"),
+    ("packets", "packets", "{:.0f}"),
+    ("retransmissions", "retx", "{:.0f}"),
+    ("ok", "ok", "{}"),
+)
+SCALE = {"seconds": 1e3, "seconds_min": 1e3, "seconds_max": 1e3}
+
+
+def cell(row: Row, key: str, fmt: str) -> str:
+    value = getattr(row, key, None)
+    if value is None:
+        return "-"
+    if key == "ok":
+        if not value:
+            return "WRONG"
+        return "exact" if row.dtype == "int32" and row.mode != "ddp" else "yes"
+    if key in ("packets", "retransmissions") and row.backend != "p4reduce":
+        return "-"
+    return fmt.format(value * SCALE.get(key, 1))
+
+
+def table(rows: Sequence[Row], keys: Sequence[str]) -> str:
+    """A plain-text table: the varying parameters ``keys`` first, then the measurements."""
+    cols = [c for c in COLUMNS if c[0] in keys] + [
+        c for c in COLUMNS if c[0] not in ("workers", "loss", "density")
+    ]
+    cells = [[h for _, h, _ in cols]] + [[cell(r, k, f) for k, _, f in cols] for r in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(cols))]
+    return "\n".join(
+        "  ".join(
+            c.rjust(w) if i else c.ljust(w)
+            for i, (c, w) in enumerate(zip(line, widths, strict=True))
+        )
+        for line in cells
+    )
+
+
+def write_csv(rows: Sequence[Row], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    dicts = [r.as_dict() for r in rows]
+    names = list(dict.fromkeys(k for d in dicts for k in d))
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=names)
+        w.writeheader()
+        w.writerows(dicts)
+
+
+def plot(
+    series: dict[str, tuple[Sequence[float], Sequence[float]]],
+    path: Path,
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str = "time per all-reduce (ms)",
+    xlog: bool = False,
+    dashed: Sequence[str] = (),
+    categorical: Sequence[str] | None = None,
+) -> None:
+    """One line per series name: (x values, y values). ``dashed``: the computed series."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for name, (xs, ys) in series.items():
+        style = "--" if name in dashed else "-"
+        ax.plot(list(xs), list(ys), style, marker="o", label=name)
+    if categorical is not None:
+        ax.set_xticks(range(len(categorical)), list(categorical))
+    if xlog:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def bars(
+    groups: Sequence[str],
+    series: dict[str, Sequence[float]],
+    path: Path,
+    *,
+    title: str,
+    ylabel: str,
+) -> None:
+    """Grouped bars: one group per name in ``groups``, one bar per series in each."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    width = 0.8 / max(1, len(series))
+    for i, (name, ys) in enumerate(series.items()):
+        xs = [g + (i - (len(series) - 1) / 2) * width for g in range(len(groups))]
+        ax.bar(xs, list(ys), width, label=name)
+        for x, y in zip(xs, ys, strict=True):
+            ax.annotate(f"{y:.0f}", (x, y), ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(range(len(groups)), list(groups))
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

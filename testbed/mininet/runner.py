@@ -1,0 +1,268 @@
+"""One measurement point on the Mininet testbed: a topology (workers, link shape, switch,
+program), the calls to time with p4reduce and with gloo on it, their results checked.
+
+``run_point(point)`` starts a ``MininetStack``, runs one plan of p4reduce calls (one job,
+one worker process per host), then one plan of gloo calls on the same hosts and links, and
+returns one ``Row`` per item and backend:
+
+- ``seconds``: the median over the ``repeat`` timed calls (after ``warmup`` untimed ones)
+  of the slowest worker's time for the call;
+- ``ok``: every worker's last result matches the reference (``testbed.data``: exact for
+  int32; within the quantization bound for p4reduce float32; within float32 summation
+  error for gloo) and the workers' results are identical;
+- ``link_ms``: the time the bytes one worker moved need at the shaped link rate, in its
+  busier direction (p4reduce: measured packets and bytes plus Ethernet/IPv4/UDP headers;
+  gloo: a ring all-reduce's 2(N-1)/N of the tensor plus TCP/IPv4/Ethernet headers). It is
+  what a line-rate switch would leave, to set the measured time against.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..data import Checker, rank_data
+from ..local import StackError
+from .stack import LinkShape, MininetStack, make_workdir
+from .switches import SwitchKind
+
+FRAME_OVERHEAD = 42  # Ethernet 14 + IPv4 20 + UDP 8 around every aggregation payload
+TCP_MSS, TCP_FRAME = 1448, 1514  # gloo's segments: payload per frame, frame (with options)
+SERVICE_RETX_MS = 200  # p4reduce-ctl serve's default first retransmission timeout
+
+
+@dataclass(frozen=True)
+class Item:
+    """One kind of call: a tensor and how to all-reduce it."""
+
+    elements: int
+    dtype: str = "float32"
+    mode: str = "dense"  # p4reduce's mode; gloo ignores it
+    density: float = 1.0
+
+
+@dataclass(frozen=True)
+class Point:
+    experiment: str
+    workers: int
+    shape: LinkShape
+    items: tuple[Item, ...]
+    program: str = "dense"
+    gloo_items: tuple[Item, ...] | None = None  # None: the same items; (): no gloo run
+    repeat: int = 3
+    warmup: int = 1
+    seed: int = 0
+    k: int = 64
+    slots: int = 64
+    retx_ms: int | None = None  # the workers' first retransmission timeout (service default)
+    timeout: float = 300.0
+
+
+@dataclass
+class Row:
+    """One line of a results table and CSV."""
+
+    experiment: str
+    backend: str  # "p4reduce" or "gloo"
+    mode: str  # dense / sparse (p4reduce), ring (gloo)
+    workers: int
+    elements: int
+    dtype: str
+    density: float
+    bw_mbit: float | None
+    delay_ms: float | None
+    loss: float
+    switch: str
+    seconds: float
+    seconds_min: float
+    seconds_max: float
+    calls: int
+    goodput_mbit: float
+    link_ms: float | None
+    packets: float  # per call, all workers together (p4reduce)
+    retransmissions: float  # per call, all workers together (p4reduce)
+    ok: bool
+    max_abs_error: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.update(d.pop("extra"))
+        return d
+
+
+def gloo_items(point: Point) -> tuple[Item, ...]:
+    return point.items if point.gloo_items is None else point.gloo_items
+
+
+def plan_for(
+    point: Point, items: tuple[Item, ...], workdir: Path, tag: str
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "elements": it.elements,
+            "dtype": it.dtype,
+            "mode": it.mode,
+            "density": it.density,
+            "seed": point.seed,
+            "k": point.k,
+            "repeat": point.repeat,
+            "warmup": point.warmup,
+            "save": str(workdir / f"{tag}-item{i}-rank{{rank}}.npy"),
+        }  # fmt: skip
+        for i, it in enumerate(items)
+    ]
+
+
+def check_results(point: Point, item: Item, paths: list[Path], backend: str) -> tuple[bool, float]:
+    """(every result right and all identical, the largest error)."""
+    arrays = [
+        rank_data(point.seed, r, item.elements, item.dtype, item.density, point.k)
+        for r in range(point.workers)
+    ]
+    results = [np.load(p) for p in paths]
+    identical = all(np.array_equal(results[0], r) for r in results[1:])
+    if backend == "p4reduce":
+        checker = Checker(arrays, k=point.k, mode=item.mode, slots=point.slots)
+        cmps = [checker.check(r) for r in results]
+        return identical and all(c.ok for c in cmps), max(c.max_abs_error for c in cmps)
+    if item.dtype == "int32":
+        ok = all(checker_exact(arrays, r) for r in results)
+        return identical and ok, 0.0 if ok else float("inf")
+    # float32 sums in any order: |error| <= (n - 1) * 2^-24 * sum |x| (plus rounding slack)
+    ref = np.sum([a.astype(np.float64) for a in arrays], axis=0)
+    mag = np.sum([np.abs(a.astype(np.float64)) for a in arrays], axis=0)
+    tol = point.workers * 2.0**-23 * mag + 1e-30
+    errs = [np.abs(r.astype(np.float64) - ref) for r in results]
+    return identical and all(bool(np.all(e <= tol)) for e in errs), float(
+        max(e.max() for e in errs)
+    )
+
+
+def checker_exact(arrays: list[np.ndarray], result: np.ndarray) -> bool:
+    return Checker(arrays).check(result).ok
+
+
+def link_ms(
+    point: Point, item: Item, backend: str, calls: list[list[dict[str, Any]]]
+) -> float | None:
+    """Milliseconds the busier direction of one worker's link needs at the shaped rate."""
+    bw = point.shape.bw
+    if not bw:
+        return None
+    if backend == "gloo":
+        n = point.workers
+        payload = 2 * (n - 1) / n * item.elements * 4
+        frames = payload / TCP_MSS
+        return frames * TCP_FRAME * 8 / (bw * 1e6) * 1e3
+    worst = 0.0
+    for per_rank in calls:
+        for line in per_rank:
+            st = line.get("stats", {})
+            up = st.get("bytes_sent", 0) + FRAME_OVERHEAD * st.get("packets_sent", 0)
+            down = st.get("bytes_received", 0) + FRAME_OVERHEAD * st.get("packets_received", 0)
+            worst = max(worst, up, down)
+    return worst * 8 / (bw * 1e6) * 1e3
+
+
+def rows_for(
+    point: Point,
+    items: tuple[Item, ...],
+    switch: str,
+    backend: str,
+    results: list[Any],
+    workdir: Path,
+) -> list[Row]:
+    rows = []
+    for i, item in enumerate(items):
+        # calls[c][r]: the line of rank r for timed call c
+        calls: list[list[dict[str, Any]]] = [[] for _ in range(point.repeat)]
+        for res in results:
+            for line in res.lines:
+                if line["item"] == i:
+                    calls[line["call"]].append(line)
+        if any(len(c) != point.workers for c in calls):
+            raise StackError(f"{backend}: a worker reported fewer calls than planned")
+        times = [max(ln["seconds"] for ln in c) for c in calls]
+        med = statistics.median(times)
+        packets = [sum(ln["stats"].get("packets_sent", 0) for ln in c) for c in calls]
+        retx = [sum(ln["stats"].get("retransmissions", 0) for ln in c) for c in calls]
+        paths = [workdir / f"{backend}-item{i}-rank{r}.npy" for r in range(point.workers)]
+        ok, err = check_results(point, item, paths, backend)
+        rows.append(
+            Row(
+                experiment=point.experiment,
+                backend=backend,
+                mode=item.mode if backend == "p4reduce" else "ring",
+                workers=point.workers,
+                elements=item.elements,
+                dtype=item.dtype,
+                density=item.density,
+                bw_mbit=point.shape.bw,
+                delay_ms=point.shape.delay_ms,
+                loss=point.shape.loss,
+                switch=switch,
+                seconds=med,
+                seconds_min=min(times),
+                seconds_max=max(times),
+                calls=len(times),
+                goodput_mbit=item.elements * 32 / med / 1e6 if med else 0.0,
+                link_ms=link_ms(point, item, backend, calls),
+                packets=statistics.mean(packets),
+                retransmissions=statistics.mean(retx),
+                ok=ok,
+                max_abs_error=err,
+                extra={
+                    "retx_ms": (point.retx_ms or SERVICE_RETX_MS) if backend == "p4reduce" else None
+                },
+            )  # fmt: skip
+        )
+    return rows
+
+
+def run_point(
+    point: Point,
+    switch: SwitchKind,
+    *,
+    out: Path,
+    log: Callable[[str], None] | None = None,
+) -> list[Row]:
+    """Run one point; its rows (p4reduce first, then gloo). The work directory is a fresh
+    ``out/run-*``, removed afterwards, except when a part fails (StackError): it is kept
+    then for its logs, and its path is in the message."""
+    workdir = make_workdir(out)
+    build_dir = out / "build"
+    keep = False
+    try:
+        with MininetStack(
+            point.workers, point.shape, point.program, switch=switch, k=point.k,
+            slots=point.slots, workdir=workdir, build_dir=build_dir, log=log,
+            initial_timeout_ms=point.retx_ms,
+        ) as stack:  # fmt: skip
+            rows = []
+            items = point.items
+            procs = stack.spawn_p4reduce(
+                plan_for(point, items, workdir, "p4reduce"), timeout=point.timeout
+            )
+            res = stack.wait(procs, point.timeout)
+            rows += rows_for(point, items, switch.name, "p4reduce", res, workdir)
+            items = gloo_items(point)
+            if items:
+                procs = stack.spawn_gloo(
+                    plan_for(point, items, workdir, "gloo"), timeout=point.timeout
+                )
+                res = stack.wait(procs, point.timeout)
+                rows += rows_for(point, items, switch.name, "gloo", res, workdir)
+        return rows
+    except StackError as err:
+        keep = True
+        raise StackError(f"{err} (logs in {workdir / 'logs'})") from None
+    finally:
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)

@@ -1,0 +1,437 @@
+"""One Mininet testbed, up and torn down: ``MininetStack``.
+
+Start (each part through its command, as DESIGN.md section 1 asks):
+
+1. the P4 program is compiled (``switches.SwitchKind.compile``), once per build directory;
+2. the topology driver (``topology.py`` under the system Python, where mininet lives)
+   builds N hosts, the shaped data links and the management bridge, and reports the
+   addresses on one JSON line;
+3. the switch process (``p4reduce-switch`` or ``simple_switch_grpc``) runs in the root
+   namespace with the switch-side veths as its ports and P4Runtime on 127.0.0.1;
+4. ``p4reduce-ctl push`` installs the pipeline, the switch's address and the hosts' MACs
+   (L2 forwarding and flooding, so that ordinary traffic such as gloo's crosses the P4
+   switch too), then ``p4reduce-ctl serve`` runs the registration service on the
+   management bridge's address, where the hosts reach it;
+5. processes run inside a host through ``nsenter --net`` (``spawn_in``).
+
+Teardown (``stop``; leaving the ``with`` block however it is left, Ctrl-C included): the
+workers, then the service, then the switch get SIGTERM (SIGKILL after a grace period); then
+the driver's stdin is closed, and it kills whatever still runs in a host's namespace, stops
+Mininet and deletes the bridge. If the driver did not finish, ``topology.clean_if_free``
+does its work here. A second Ctrl-C meanwhile is ignored. Children also get SIGTERM if this
+process dies outright (PR_SET_PDEATHSIG), and the driver sees its stdin close, so nothing
+outlives a killed orchestrator.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..local import Proc, StackError, WorkerResult, command, last_line
+from . import topology
+from .switches import SwitchKind, accepts
+
+SYSTEM_PYTHON = "/usr/bin/python3"
+AGG_PORT = 48864  # the aggregation UDP port compiled into the programs by default
+JOB_ID = 1
+
+
+@dataclass(frozen=True)
+class LinkShape:
+    """What every data link does, in each direction: rate, one-way delay, loss."""
+
+    bw: float | None = None  # Mbit/s (HTB); None: unshaped
+    delay_ms: float | None = None  # netem delay; None or 0: none
+    loss: float = 0.0  # drop probability per frame and direction
+
+    def label(self) -> str:
+        parts = [f"{self.bw:g} Mbit/s" if self.bw else "unshaped"]
+        if self.delay_ms:
+            parts.append(f"{self.delay_ms:g} ms")
+        if self.loss:
+            parts.append(f"loss {self.loss:g}")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str
+    pid: int  # the Mininet host shell; its network namespace is the host's
+    rank: int
+    ip: str
+    mac: str
+    intf: str
+    mgmt_ip: str
+    switch_port: int
+    switch_intf: str
+
+
+def mininet_missing() -> str | None:
+    """Why the Mininet testbed cannot run here (one line), or None."""
+    if os.geteuid() != 0:
+        return "needs root (Mininet creates network namespaces and veths): run it with sudo"
+    if shutil.which("mn") is None or not Path(SYSTEM_PYTHON).exists():
+        return "Mininet is not installed (apt-get install mininet)"
+    if shutil.which("nsenter") is None:
+        return "nsenter is not installed (apt-get install util-linux)"
+    r = subprocess.run([SYSTEM_PYTHON, "-c", "import mininet.net"], capture_output=True)
+    if r.returncode != 0:
+        return f"{SYSTEM_PYTHON} cannot import mininet (apt-get install mininet)"
+    return None
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> Callable[[], None]:
+    """A ``preexec_fn``: the child gets SIGTERM when this process dies. Processes are only
+    spawned from the main thread, whose end is the process's end."""
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
+
+
+class MininetStack:
+    """N Mininet hosts around one P4 switch, the controller and its registration service."""
+
+    def __init__(
+        self,
+        hosts: int,
+        shape: LinkShape,
+        program: str = "dense",
+        *,
+        switch: SwitchKind,
+        k: int = 64,
+        slots: int = 64,
+        workdir: Path,
+        build_dir: Path | None = None,
+        log: Callable[[str], None] | None = None,
+        start_timeout: float = 60.0,
+        join_timeout: float = 120.0,
+        initial_timeout_ms: int | None = None,
+    ) -> None:
+        self.n = hosts
+        self.shape = shape
+        self.program = program
+        self.switch_kind = switch
+        self.k = k
+        self.slots = slots
+        self.dir = workdir
+        self.build_dir = build_dir or workdir
+        self._log = log or (lambda _m: None)
+        self.start_timeout = start_timeout
+        self.join_timeout = join_timeout
+        self.initial_timeout_ms = initial_timeout_ms
+        self.procs: list[Proc] = []
+        self.driver: Proc | None = None
+        self.switch: Proc | None = None
+        self.serve: Proc | None = None
+        self.hosts: list[Host] = []
+        self.net: dict[str, Any] = {}
+        self.grpc_addr = ""
+        self.url = ""
+        self._preexec = _die_with_parent()
+        self._seq = 0
+
+    # ------------------------------------------------------------------ life cycle
+    def __enter__(self) -> MininetStack:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        t0 = time.perf_counter()
+        (self.dir / "logs").mkdir(parents=True, exist_ok=True)
+        prefix = self._compiled()
+        self._start_topology()
+        self._start_switch(prefix)
+        self._configure(prefix)
+        self._start_serve()
+        self._log(f"testbed up in {time.perf_counter() - t0:.1f} s")
+
+    def stop(self) -> None:
+        """Stop everything (workers, service and switch, then the topology); idempotent."""
+        main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+        try:
+            # workers first, then the service (its P4Runtime stream), then the switch: the
+            # switch stops fastest once no controller is connected
+            infra = (self.driver, self.serve, self.switch)
+            self._stop_processes([p for p in self.procs if p not in infra])
+            for part in (self.serve, self.switch):
+                if part is not None:
+                    self._stop_processes([part])
+            finished = self._stop_driver()
+            if not finished or topology.our_links():
+                # the driver died or could not finish: do its work here
+                topology.clean_if_free()
+        finally:
+            if main:
+                signal.signal(signal.SIGINT, previous)
+
+    def _stop_processes(self, procs: Sequence[Proc], grace: float = 10.0) -> None:
+        live = [p for p in reversed(procs) if p.alive()]
+        for p in live:
+            with contextlib.suppress(ProcessLookupError):
+                p.popen.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        for p in live:
+            try:
+                p.popen.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    p.popen.kill()
+                p.popen.wait()
+
+    def _stop_driver(self) -> bool:
+        """Close the driver's stdin and wait for its teardown; whether it finished it."""
+        d = self.driver
+        if d is None:
+            return True
+        if d.popen.stdin is not None:
+            with contextlib.suppress(OSError):
+                d.popen.stdin.close()
+        try:
+            d.popen.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            d.popen.send_signal(signal.SIGTERM)
+            try:
+                d.popen.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                d.popen.kill()
+                d.popen.wait()
+        self.driver = None
+        return '"stopped"' in d.stdout.read_text(errors="replace")
+
+    # ------------------------------------------------------------------ processes
+    def _spawn(
+        self, name: str, args: Sequence[str], *, stdin: Any = subprocess.DEVNULL, **kw: Any
+    ) -> Proc:
+        logs = self.dir / "logs"
+        out, err = logs / f"{name}.out", logs / f"{name}.err"
+        with open(out, "wb") as fo, open(err, "wb") as fe:
+            popen = subprocess.Popen(
+                list(args), stdin=stdin, stdout=fo, stderr=fe, preexec_fn=self._preexec, **kw
+            )
+        proc = Proc(name, popen, out, err)
+        self.procs.append(proc)
+        return proc
+
+    def spawn_in(
+        self, host: Host, name: str, args: Sequence[str], env: dict[str, str] | None = None
+    ) -> Proc:
+        """Run ``args`` inside ``host``'s network namespace (the file system is shared)."""
+        ns = ["nsenter", f"--net=/proc/{host.pid}/ns/net", "--"]
+        return self._spawn(name, [*ns, *args], env={**os.environ, **(env or {})})
+
+    def _wait_line(self, proc: Proc, what: str, pattern: str) -> str:
+        deadline = time.monotonic() + self.start_timeout
+        while True:
+            for line in proc.stdout.read_text(errors="replace").splitlines():
+                if pattern in line:
+                    return line
+            if not proc.alive():
+                raise StackError(f"{what} did not start: {proc.error()}")
+            if time.monotonic() > deadline:
+                raise StackError(f"{what} did not start within {self.start_timeout:g} s")
+            time.sleep(0.05)
+
+    # ------------------------------------------------------------------ steps
+    def _compiled(self) -> Path:
+        out = self.build_dir / f"build-{self.switch_kind.name}-k{self.k}"
+        prefix = out / self.program
+        if not prefix.with_suffix(".json").exists():
+            t0 = time.perf_counter()
+            prefix = self.switch_kind.compile(self.program, self.k, out)
+            self._log(f"compiled {self.program}.p4 in {time.perf_counter() - t0:.1f} s")
+        return prefix
+
+    def _start_topology(self) -> None:
+        spec = {"hosts": self.n, "bw": self.shape.bw, "delay_ms": self.shape.delay_ms,
+                "loss": self.shape.loss}  # fmt: skip
+        script = Path(topology.__file__)
+        # its own session: a Ctrl-C at the terminal reaches this process, which then tears
+        # down in order (processes first), rather than the driver pulling links away early
+        self.driver = self._spawn(
+            "topology", [SYSTEM_PYTHON, str(script), json.dumps(spec)],
+            stdin=subprocess.PIPE, start_new_session=True,
+        )  # fmt: skip
+        line = self._wait_line(self.driver, "the Mininet topology", '"ready"')
+        self.net = json.loads(line)
+        self.hosts = [
+            Host(h["name"], h["pid"], h["rank"], h["ip"], h["mac"], h["intf"], h["mgmt_ip"],
+                 h["switch_port"], h["switch_intf"])
+            for h in self.net["hosts"]
+        ]  # fmt: skip
+        self._log(f"topology: {self.n} hosts, links {self.shape.label()}")
+
+    def _start_switch(self, prefix: Path) -> None:
+        kind = self.switch_kind
+        addr = kind.grpc_addr()
+        argv = kind.argv(prefix, [h.switch_intf for h in self.hosts], addr)
+        self.switch = self._spawn("switch", argv)
+        if kind.name == "embedded":
+            line = self._wait_line(self.switch, "p4reduce-switch", "ready")
+            m = re.search(r"P4Runtime ([\d.]+:\d+)", line)
+            if m is None:
+                raise StackError(f"p4reduce-switch: unexpected ready line {line!r}")
+            self.grpc_addr = m[1]
+        else:
+            deadline = time.monotonic() + self.start_timeout
+            while not accepts(addr):
+                if not self.switch.alive():
+                    raise StackError(f"simple_switch_grpc did not start: {self.switch.error()}")
+                if time.monotonic() > deadline:
+                    raise StackError("simple_switch_grpc did not open its P4Runtime port")
+                time.sleep(0.1)
+            self.grpc_addr = addr
+        self._log(f"{kind.name} switch ready (P4Runtime {self.grpc_addr})")
+
+    def ctl(self, *args: str, election_id: int | None = None) -> dict[str, Any]:
+        """A one-shot ``p4reduce-ctl --json`` command; its JSON answer."""
+        cmd = [command("p4reduce-ctl"), "--grpc-addr", self.grpc_addr, "--json"]
+        if election_id is not None:
+            cmd += ["--election-id", str(election_id)]
+        done = subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            msg = last_line_of(done.stderr) or f"exit status {done.returncode}"
+            raise StackError(f"p4reduce-ctl {args[0]} failed: {msg}")
+        return json.loads(done.stdout) if done.stdout.strip() else {}
+
+    def _configure(self, prefix: Path) -> None:
+        hosts = [f"--host={h.switch_port}:{h.mac}" for h in self.hosts]
+        self.ctl(
+            "push", str(prefix), "--switch-ip", self.net["switch_ip"],
+            "--switch-mac", self.net["switch_mac"], *hosts, election_id=1,
+        )  # fmt: skip
+
+    def _start_serve(self) -> None:
+        args = [
+            command("p4reduce-ctl"), "--grpc-addr", self.grpc_addr, "--election-id", "2",
+            "--json", "serve", "--listen", f"{self.net['mgmt_ip']}:0",
+            "--switch-ip", self.net["switch_ip"], "--switch-mac", self.net["switch_mac"],
+            "--agg-port", str(AGG_PORT), "--slots", str(self.slots),
+            "--join-timeout", f"{self.join_timeout:g}",
+        ]  # fmt: skip
+        if self.initial_timeout_ms is not None:
+            args += ["--initial-timeout-ms", str(self.initial_timeout_ms)]
+        self.serve = self._spawn("serve", args)
+        line = self._wait_line(self.serve, "p4reduce-ctl serve", "ready")
+        try:
+            self.url = json.loads(line)["url"]
+        except (ValueError, KeyError):
+            raise StackError(f"p4reduce-ctl serve: unexpected ready line {line!r}") from None
+        self._log(f"registration service at {self.url} (management network)")
+
+    # ------------------------------------------------------------------ workers
+    def spawn_p4reduce(
+        self, plan: Sequence[dict[str, Any]], *, job_id: int = JOB_ID, timeout: float = 120.0
+    ) -> list[Proc]:
+        """One ``p4reduce.testbed.worker`` per host, rank r in host r + 1, bound on the
+        host's data address (so its traffic crosses the P4 switch)."""
+        self._seq += 1
+        text = json.dumps(list(plan))
+        procs = []
+        for h in self.hosts:
+            args = [
+                sys.executable, "-m", "p4reduce.testbed.worker", "--url", self.url,
+                "--job", str(job_id), "--rank", str(h.rank), "--n", str(self.n),
+                "--bind", h.ip, "--mac", h.mac, "--switch-port", str(h.switch_port),
+                "--slots", str(self.slots), "--timeout", f"{timeout:g}", "--plan", text,
+            ]  # fmt: skip
+            procs.append(self.spawn_in(h, f"p4reduce{self._seq}-{h.rank}", args))
+        return procs
+
+    def spawn_gloo(
+        self, plan: Sequence[dict[str, Any]], *, port: int = 29500, timeout: float = 120.0
+    ) -> list[Proc]:
+        """One gloo worker per host (``gloo_worker``): rendezvous at rank 0's management
+        address, all-reduce traffic on the data interfaces, through the P4 switch."""
+        self._seq += 1
+        text = json.dumps(list(plan))
+        master = f"{self.hosts[0].mgmt_ip}:{port}"
+        procs = []
+        for h in self.hosts:
+            args = [
+                sys.executable, "-m", "p4reduce.testbed.mininet.gloo_worker",
+                "--master", master, "--rank", str(h.rank), "--n", str(self.n),
+                "--iface", h.intf, "--timeout", f"{timeout:g}", "--plan", text,
+            ]  # fmt: skip
+            procs.append(self.spawn_in(h, f"gloo{self._seq}-{h.rank}", args))
+        return procs
+
+    def wait(self, procs: Sequence[Proc], timeout: float) -> list[WorkerResult]:
+        """Wait for the workers; StackError (the others stopped) as soon as one fails, the
+        switch, the service or the topology dies, or the timeout passes."""
+        t0 = time.monotonic()
+        failure: str | None = None
+        while True:
+            for p in procs:
+                if not p.alive() and p.popen.returncode != 0:
+                    failure = f"{p.name} failed: {p.error()}"
+                    break
+            if failure is None:
+                for what in (self.switch, self.serve, self.driver):
+                    if what is not None and not what.alive():
+                        failure = f"{what.name} exited unexpectedly: {what.error()}"
+                        break
+            if failure is None and not any(p.alive() for p in procs):
+                break
+            if failure is None and time.monotonic() - t0 > timeout:
+                running = sum(p.alive() for p in procs)
+                failure = f"timed out after {timeout:g} s ({running} of {len(procs)} still running)"
+            if failure is not None:
+                self._stop_processes(procs, grace=5.0)
+                raise StackError(failure)
+            time.sleep(0.05)
+        results = []
+        for p in procs:
+            lines = []
+            for text in p.stdout.read_text(errors="replace").splitlines():
+                if text.strip().startswith("{"):
+                    lines.append(json.loads(text))
+            results.append(WorkerResult(len(results), p.popen.returncode, lines))
+        return results
+
+
+def last_line_of(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def make_workdir(out: Path) -> Path:
+    """A fresh work directory for one run's logs and results, inside the output directory
+    (``--out``), so that a run killed before it could clean up leaves it there, not in
+    /tmp."""
+    out.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix="run-", dir=out))
+
+
+__all__ = ["Host", "LinkShape", "MininetStack", "last_line", "make_workdir", "mininet_missing"]
