@@ -29,16 +29,33 @@ Exactness (docs/host.md, "Quantization"):
 - Blocks whose scale leaves float32's normal range (E < 32 - log2 n: only blocks with
   every |x| < 2^-96) and blocks whose agreed exponent is below the worker's own (a peer or
   switch error; the clamp applies) go through the float64 path, row by row in a vector op.
+
+Speed (docs/host.md, "Speed"): where the compiled kernel ``_quantize_c`` (host/_quantize_c.c,
+built by setup.py) is importable, ``block_exponents``, ``quantize`` and ``dequantize`` hand
+contiguous, aligned native arrays to it: one pass per function, each element through the
+same IEEE operations as the numpy code below, so the results are bit for bit the same.
+Anything else (other layouts or out dtypes, overlapping arrays, no kernel) runs the numpy
+code, which stays the definition; ``_C = None`` forces it. ``quantize_row`` stays numpy:
+for one block the call overheads dominate either way.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 from collections.abc import Iterator
 from fractions import Fraction
 
 import numpy as np
+
+try:
+    from . import _quantize_c as _C
+except ImportError as _exc:  # a source checkout without a build, or a platform without one
+    _C = None
+    logging.getLogger(__name__).debug(
+        "compiled quantize kernel unavailable (%s): numpy code only", _exc
+    )
 
 INT32_MAX = 2**31 - 1
 
@@ -46,6 +63,7 @@ _ABS_MASK = np.uint32(0x7FFFFFFF)
 _MIN_NORMAL_BITS = 0x00800000  # smallest normal float32, as bits
 _INF_BITS = 0x7F800000
 _CHUNK_ELEMENTS = 1 << 16  # elements per chunk: 256 KiB of float32, well inside L2
+_NONFINITE, _REDO = 1, 2  # kernel statuses besides 0 (host/_quantize_c.c)
 
 
 class NonFiniteError(ValueError):
@@ -118,6 +136,22 @@ def _row_buffers(k: int) -> Iterator[None]:
         np.setbufsize(old)
 
 
+def _kernel_takes(out: np.ndarray, dtype: np.dtype | type, src: np.ndarray) -> bool:
+    """Whether the kernel can read src (already C-contiguous) and write out: native arrays
+    it can take as plain buffers, out of the exact dtype and shape, not overlapping src."""
+    return (
+        _C is not None
+        and src.size > 0
+        and src.flags.aligned
+        and out.dtype == dtype
+        and out.shape == src.shape
+        and out.flags.c_contiguous
+        and out.flags.aligned
+        and out.flags.writeable
+        and not np.may_share_memory(out, src)
+    )
+
+
 def block_exponents(blocks: np.ndarray) -> np.ndarray:
     """The biased exponent of every row of a (B, K) float32 array, as uint8.
 
@@ -130,6 +164,11 @@ def block_exponents(blocks: np.ndarray) -> np.ndarray:
         raise TypeError(f"(B, K) float32 blocks expected, got {blocks.dtype} {blocks.shape}")
     b, k = blocks.shape
     blocks = np.ascontiguousarray(blocks)
+    if _C is not None and b and k and blocks.flags.aligned:
+        e = np.empty(b, dtype=np.uint8)
+        if _C.exponents(blocks, k, e) == 0:
+            return e
+        check_finite(blocks)  # the kernel met NaN or ±Inf: raises NonFiniteError
     m = np.empty(b, dtype=np.uint32)
     if b:
         rows = _chunk_rows(k)
@@ -211,6 +250,7 @@ class _Tables:
             self.d_scale = np.ldexp(np.float32(1.0), np.maximum(t, -126)).astype(np.float32)
             self.d_scale[0] = 0
             self.d_regular_from = 32 - p  # E (> 0) below this: 2^t not a normal float32
+            self.q_mode, self.q_table = 0, self.q_scale  # for the kernel: float32 multiply
         else:
             # quantize: x * (2^(158 - E) * fl(1/n)) in float64, exact but for one rounding
             # of x * 2^(158-E) * fl(1/n). That rounds to the same integer as the exact
@@ -221,8 +261,10 @@ class _Tables:
             self.q_reciprocal = abs(Fraction(r) * n - 1) <= Fraction(1, 2**54)
             if self.q_reciprocal:
                 self.q_mul = np.ldexp(1.0, 158 - e) * r
+                self.q_mode, self.q_table = 1, self.q_mul  # float64 multiply
             else:
                 self.q_div = n * np.ldexp(1.0, e - 158)
+                self.q_mode, self.q_table = 2, self.q_div  # float64 division
             self.q_irregular = np.zeros(256, dtype=bool)
             self.q_regular_from = self.d_regular_from = 0
         # dequantize in float64: sum * n * 2^(E - 158) is exact (|sum * n| < 2^37)
@@ -274,13 +316,29 @@ def quantize(
         raise TypeError(f"(B, K) float32 blocks expected, got {blocks.dtype} {blocks.shape}")
     b, k = blocks.shape
     e = _exponent_index(exponents, b)
-    own = block_exponents(blocks) if own is None else _exponent_index(own, b)
+    blocks = np.ascontiguousarray(blocks)
+    if own is not None:
+        own = _exponent_index(own, b)
+    elif out is not None or _C is None:
+        # The kernel computes the own exponents on the way, but only into a fresh array:
+        # on NaN or ±Inf a caller's out must stay untouched, as it does here.
+        own = block_exponents(blocks)
     if out is None:
         out = np.empty((b, k), dtype=np.int32)
     if b == 0:
         return out
-    blocks = np.ascontiguousarray(blocks)
     tab = _tables(n)
+    if _kernel_takes(out, np.int32, blocks):
+        own_c = None if own is None else np.ascontiguousarray(own)  # None: computed in C
+        args = (n, tab.q_mode, tab.q_table, tab.q_regular_from)
+        status = _C.quantize(blocks, k, np.ascontiguousarray(e), own_c, *args, out)
+        if status == 0:
+            return out
+        if status == _NONFINITE:
+            check_finite(blocks)  # raises NonFiniteError
+        # _REDO: values beyond int32 (an own below the real exponent): numpy defines those
+    if own is None:
+        own = block_exponents(blocks)
     rows = _chunk_rows(k)
     ei = e.astype(np.intp)  # take() with intp indices: uint8 fancy indexing is ~2.5x slower
     with np.errstate(over="ignore", invalid="ignore"), _row_buffers(k):
@@ -367,6 +425,13 @@ def dequantize(
         return out
     sums = np.ascontiguousarray(sums)
     tab = _tables(n)
+    if _kernel_takes(out, dtype, sums):
+        mode = 2 if dtype == np.float64 else 0 if tab.p is not None else 1
+        scale32 = tab.d_scale if tab.p is not None else None
+        _C.dequantize(
+            sums, k, np.ascontiguousarray(e), mode, scale32, tab.d_mul64, tab.d_regular_from, out
+        )
+        return out
     rows = _chunk_rows(k)
     ei = e.astype(np.intp)  # take() with intp indices: uint8 fancy indexing is ~2.5x slower
     if dtype == np.float64:

@@ -1,0 +1,19 @@
+"""The compiled part of p4reduce; everything else is declared in pyproject.toml.
+
+host/_quantize_c.c is a fused quantize/dequantize kernel, bit-identical to the numpy code
+in host/quantize.py, which falls back to that code when the module is missing. Its
+floating-point operations must stay exactly numpy's: FMA contraction off (no fused
+multiply-add where numpy rounds twice) and never -ffast-math.
+"""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "p4reduce.host._quantize_c",
+            ["host/_quantize_c.c"],
+            extra_compile_args=["-O3", "-ffp-contract=off"],
+        )
+    ]
+)
