@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 
@@ -50,3 +51,29 @@ def stdout_gone() -> int:
     except (OSError, ValueError):
         pass
     return 141
+
+
+def rank_main(
+    prog: str,
+    parse: Callable[[list[str] | None], argparse.Namespace],
+    run: Callable[[argparse.Namespace], object],
+    argv: list[str] | None,
+) -> int:
+    """The ``main`` of a worker process started per rank: exit 2 for a bad command line
+    (already printed), 130 on Ctrl-C, 1 with one line naming the rank for any failure."""
+    try:
+        args = parse(argv)
+    except SystemExit as done:
+        return done.code if isinstance(done.code, int) else 2
+    try:
+        run(args)
+        return 0
+    except KeyboardInterrupt:
+        print(f"{prog}: rank {args.rank}: error: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # noqa: BLE001 - one line, never a traceback
+        print(
+            f"{prog}: rank {args.rank}: error: {type(err).__name__}: {one_line(err)}",
+            file=sys.stderr,
+        )
+        return 1

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ..cli_common import OneLineArgumentParser, one_line
+from ..cli_common import OneLineArgumentParser, rank_main
 from .data import rank_data
 
 PROG = "p4reduce-worker"
@@ -131,22 +131,7 @@ def run(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        args = parse(argv)
-    except SystemExit as done:
-        return done.code if isinstance(done.code, int) else 2
-    try:
-        run(args)
-        return 0
-    except KeyboardInterrupt:
-        print(f"{PROG}: rank {args.rank}: error: interrupted", file=sys.stderr)
-        return 130
-    except Exception as err:  # noqa: BLE001 - one line, never a traceback
-        print(
-            f"{PROG}: rank {args.rank}: error: {type(err).__name__}: {one_line(err)}",
-            file=sys.stderr,
-        )
-        return 1
+    return rank_main(PROG, parse, run, argv)
 
 
 if __name__ == "__main__":
