@@ -42,7 +42,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,6 +87,20 @@ def free_udp_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def sigint_ignored() -> Iterator[None]:
+    """Ignore SIGINT while the block runs (in the main thread, where signals land): a
+    second Ctrl-C during a teardown must not cut it short and leave processes behind."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def last_line(path: Path) -> str:
@@ -283,13 +297,8 @@ class LocalStack:
     def stop(self) -> None:
         """Stop every process (workers first, the switch last); idempotent. A second
         Ctrl-C meanwhile is ignored, so the teardown finishes."""
-        ignoring = threading.current_thread() is threading.main_thread()
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if ignoring else None
-        try:
+        with sigint_ignored():
             self._stop()
-        finally:
-            if ignoring:
-                signal.signal(signal.SIGINT, previous)
 
     def _stop(self) -> None:
         live = [p for p in reversed(self.procs) if p.alive()]

@@ -23,13 +23,12 @@ import os
 import signal
 import socket
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .local import last_line
+from .local import last_line, sigint_ignored
 
 
 class RanksError(Exception):
@@ -152,13 +151,8 @@ class Ranks:
     def stop(self) -> None:
         """Stop every rank still running (idempotent). A second Ctrl-C meanwhile is
         ignored, so the teardown finishes."""
-        ignoring = threading.current_thread() is threading.main_thread()
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if ignoring else None
-        try:
+        with sigint_ignored():
             self._stop()
-        finally:
-            if ignoring:
-                signal.signal(signal.SIGINT, previous)
 
     def _stop(self) -> None:
         live = [r for r in self.ranks if r.alive()]

@@ -35,14 +35,13 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..local import Proc, StackError, WorkerResult, command, last_line
+from ..local import Proc, StackError, WorkerResult, command, last_line, sigint_ignored
 from . import topology
 from .switches import SwitchKind, accepts
 
@@ -178,9 +177,7 @@ class MininetStack:
 
     def stop(self) -> None:
         """Stop everything (workers, service and switch, then the topology); idempotent."""
-        main = threading.current_thread() is threading.main_thread()
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
-        try:
+        with sigint_ignored():
             # workers first, then the service (its P4Runtime stream), then the switch: the
             # switch stops fastest once no controller is connected
             infra = (self.driver, self.serve, self.switch)
@@ -192,9 +189,6 @@ class MininetStack:
             if not finished or topology.our_links():
                 # the driver died or could not finish: do its work here
                 topology.clean_if_free()
-        finally:
-            if main:
-                signal.signal(signal.SIGINT, previous)
 
     def _stop_processes(self, procs: Sequence[Proc], grace: float = 10.0) -> None:
         live = [p for p in reversed(procs) if p.alive()]
