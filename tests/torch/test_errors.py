@@ -11,6 +11,10 @@ from pathlib import Path
 
 from ranks_harness import run, start, wait_gone
 
+# How long the stack's processes may take to go. An idle p4reduce-switch stops within
+# ~1.5 s of SIGTERM, but one clean-clone CI run on a loaded machine saw it take over 10 s.
+STOP_BOUND = 60.0
+
 
 def test_a_missing_rank_and_a_killed_switch(tmp_path: Path) -> None:
     results = run("errors", 2, tmp_path, timeout=90, init=f"file:{tmp_path / 'store'}")
@@ -28,7 +32,7 @@ def test_a_missing_rank_and_a_killed_switch(tmp_path: Path) -> None:
         assert k["seconds"] < 15
     pids = [p for r in results for p in r["pids"]]
     assert len(pids) == 4  # two groups' stacks on rank 0
-    assert wait_gone(pids, 10) == []
+    assert wait_gone(pids, STOP_BOUND) == []
 
 
 def test_setup_errors_then_a_killed_rank_0_takes_its_stack_along(tmp_path: Path) -> None:
@@ -59,6 +63,6 @@ def test_setup_errors_then_a_killed_rank_0_takes_its_stack_along(tmp_path: Path)
         pids = results[0]["pids"]
         assert len(pids) == 2 and wait_gone(pids, 0) == pids  # switch and service run
         os.kill(ranks.procs[0].pid, signal.SIGKILL)
-        assert wait_gone(pids, 10) == []
+        assert wait_gone(pids, STOP_BOUND) == []
     finally:
         ranks.kill()
