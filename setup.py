@@ -3,7 +3,8 @@
 host/_quantize_c.c is a fused quantize/dequantize kernel, bit-identical to the numpy code
 in host/quantize.py, which falls back to that code when the module is missing. Its
 floating-point operations must stay exactly numpy's: FMA contraction off (no fused
-multiply-add where numpy rounds twice) and never -ffast-math.
+multiply-add where numpy rounds twice) and never -ffast-math. dequantize may write its
+float32 results over its int32 input, so no strict-aliasing assumptions either.
 """
 
 from setuptools import Extension, setup
@@ -13,7 +14,7 @@ setup(
         Extension(
             "p4reduce.host._quantize_c",
             ["host/_quantize_c.c"],
-            extra_compile_args=["-O3", "-ffp-contract=off"],
+            extra_compile_args=["-O3", "-ffp-contract=off", "-fno-strict-aliasing"],
         )
     ]
 )

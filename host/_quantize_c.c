@@ -181,7 +181,9 @@ struct dargs {
     int mode, regular_from;
     const float *scale32;    /* 256 float32: 2^(E-158+log2 n), 0 for E = 0 (D_F32) */
     const double *mul64;     /* 256 float64: n * 2^(E-158), 0 for E = 0 */
-    void *out;               /* b blocks of k float32 (float64 for D_F64) */
+    void *out;               /* b blocks of k float32 (float64 for D_F64); for float32
+                                out may be s itself: each element is read, then written
+                                (setup.py compiles with -fno-strict-aliasing for this) */
 };
 
 INLINE void dequantize_blocks(const struct dargs *a)
@@ -276,6 +278,18 @@ static int check_len(const Py_buffer *v, Py_ssize_t want, Py_ssize_t align, cons
     return 0;
 }
 
+/* -1 with an exception when the input and output buffers overlap, other than as the
+   very same buffer where `same_ok`. */
+static int check_apart(const Py_buffer *in, const Py_buffer *out, int same_ok)
+{
+    const char *i0 = in->buf, *o0 = out->buf;
+    if (i0 + in->len <= o0 || o0 + out->len <= i0 || (same_ok && i0 == o0 && in->len == out->len))
+        return 0;
+    PyErr_SetString(PyExc_ValueError, same_ok ? "out overlaps the input other than exactly"
+                                              : "out overlaps the input");
+    return -1;
+}
+
 /* The number of blocks of K elements of 4 bytes in v, or -1 with an exception. */
 static Py_ssize_t block_rows(const Py_buffer *v, Py_ssize_t k)
 {
@@ -318,7 +332,8 @@ PyDoc_STRVAR(quantize_doc,
 "per block, or None to compute it on the way (status 1: a block holds NaN or +-Inf).\n"
 "mode 0: float32 multiply by table[E] (256 float32); 1: float64 multiply by table[E];\n"
 "2: float64 division by table[E] (256 float64). Rows with own > E or E < regular_from\n"
-"take the clamped float64 path. Status 2: the numpy code must redo the call.");
+"take the clamped float64 path. Status 2: the numpy code must redo the call. out must\n"
+"not overlap blocks (ValueError).");
 
 static PyObject *quantize(PyObject *self, PyObject *args)
 {
@@ -335,7 +350,8 @@ static PyObject *quantize(PyObject *self, PyObject *args)
     } else if (a.b >= 0 && !check_len(&ab, a.b, 1, "agreed")
                && !(ob.buf && check_len(&ob, a.b, 1, "own"))
                && !check_len(&tb, 256 * tsize, tsize, "table")
-               && !check_len(&qb, xb.len, 4, "out")) {
+               && !check_len(&qb, xb.len, 4, "out")
+               && !check_apart(&xb, &qb, 0)) {
         a.x = xb.buf;
         a.agreed = ab.buf;
         a.own = ob.buf;
@@ -357,7 +373,8 @@ PyDoc_STRVAR(dequantize_doc,
 "dequantize(sums, k, agreed, mode, scale32, mul64, regular_from, out) -> status\n\n"
 "dequantize() of int32 blocks. mode 0: float32 out, float32 multiply by scale32[E] (256\n"
 "float32), except rows with 0 < E < regular_from: the float64 product with mul64[E] (256\n"
-"float64) rounded to float32; 1: that for every row; 2: float64 out. Status 0.");
+"float64) rounded to float32; 1: that for every row; 2: float64 out. In modes 0 and 1\n"
+"out may be sums itself (in place); any other overlap is a ValueError. Status 0.");
 
 static PyObject *dequantize(PyObject *self, PyObject *args)
 {
@@ -374,7 +391,8 @@ static PyObject *dequantize(PyObject *self, PyObject *args)
     } else if (a.b >= 0 && !check_len(&ab, a.b, 1, "agreed")
                && !check_len(&gb, 256 * 8, 8, "mul64")
                && !(fb.buf && check_len(&fb, 256 * 4, 4, "scale32"))
-               && !check_len(&ob, a.b * a.k * osize, osize, "out")) {
+               && !check_len(&ob, a.b * a.k * osize, osize, "out")
+               && !check_apart(&sb, &ob, a.mode != D_F64)) {
         a.s = sb.buf;
         a.agreed = ab.buf;
         a.scale32 = fb.buf;

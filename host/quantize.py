@@ -136,9 +136,13 @@ def _row_buffers(k: int) -> Iterator[None]:
         np.setbufsize(old)
 
 
-def _kernel_takes(out: np.ndarray, dtype: np.dtype | type, src: np.ndarray) -> bool:
+def _kernel_takes(
+    out: np.ndarray, dtype: np.dtype | type, src: np.ndarray, *, in_place: bool = False
+) -> bool:
     """Whether the kernel can read src (already C-contiguous) and write out: native arrays
-    it can take as plain buffers, out of the exact dtype and shape, not overlapping src."""
+    it can take as plain buffers, out of the exact dtype and shape, not overlapping src,
+    or (``in_place``) exactly src's memory, which the element-wise kernel overwrites as
+    it goes."""
     return (
         _C is not None
         and src.size > 0
@@ -148,7 +152,18 @@ def _kernel_takes(out: np.ndarray, dtype: np.dtype | type, src: np.ndarray) -> b
         and out.flags.c_contiguous
         and out.flags.aligned
         and out.flags.writeable
-        and not np.may_share_memory(out, src)
+        and (not np.may_share_memory(out, src) or (in_place and _same_memory(out, src)))
+    )
+
+
+def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two C-contiguous arrays cover the same bytes, item for item."""
+    return (
+        a.ctypes.data == b.ctypes.data
+        and a.itemsize == b.itemsize
+        and a.shape == b.shape
+        and a.flags.c_contiguous
+        and b.flags.c_contiguous
     )
 
 
@@ -327,6 +342,10 @@ def quantize(
         out = np.empty((b, k), dtype=np.int32)
     if b == 0:
         return out
+    if np.may_share_memory(out, blocks):
+        # Both paths may read a block again after writing its row (the kernel redoes
+        # blocks in numpy, numpy's clamped rows come last): quantize a copy.
+        blocks = blocks.copy()
     tab = _tables(n)
     if _kernel_takes(out, np.int32, blocks):
         own_c = None if own is None else np.ascontiguousarray(own)  # None: computed in C
@@ -409,7 +428,8 @@ def dequantize(
     """``sum(q) / f`` for (B, K) int32 sums and their agreed exponents (B,).
 
     Rows with E = 0 are zeros. ``dtype=np.float32`` (the default) rounds the exact value
-    once; ``dtype=np.float64`` returns it exactly.
+    once; ``dtype=np.float64`` returns it exactly. ``out=sums.view(np.float32)``
+    dequantizes in place, the cheapest way (the protocol's result buffer is its own).
     """
     _check_n(n)
     if sums.dtype != np.int32 or sums.ndim != 2:
@@ -425,13 +445,17 @@ def dequantize(
         return out
     sums = np.ascontiguousarray(sums)
     tab = _tables(n)
-    if _kernel_takes(out, dtype, sums):
+    # float32 in place (out = sums.view(np.float32), as the protocol calls it) saves the
+    # second buffer's memory traffic: each element is read, then overwritten.
+    if _kernel_takes(out, dtype, sums, in_place=dtype == np.float32):
         mode = 2 if dtype == np.float64 else 0 if tab.p is not None else 1
         scale32 = tab.d_scale if tab.p is not None else None
         _C.dequantize(
             sums, k, np.ascontiguousarray(e), mode, scale32, tab.d_mul64, tab.d_regular_from, out
         )
         return out
+    if np.may_share_memory(out, sums):
+        sums = sums.copy()  # the rows fixed below read the sums after out is written
     rows = _chunk_rows(k)
     ei = e.astype(np.intp)  # take() with intp indices: uint8 fancy indexing is ~2.5x slower
     if dtype == np.float64:

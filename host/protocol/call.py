@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import wire
-from ..quantize import to_blocks
+from ..quantize import dequantize, to_blocks
 from .events import (
     Action,
     CallStats,
@@ -220,8 +220,16 @@ class Call(ABC):
         """Consume the result for slot s: then either ``_send_use`` or ``_slot_done``."""
 
     @abstractmethod
+    def _exponents(self) -> np.ndarray:
+        """The agreed exponent of every block (float32 calls), once every slot is done."""
+
     def _assemble(self) -> np.ndarray:
-        """The (B, K) result once every slot is done."""
+        """The (B, K) result once every slot is done. float32 sums are dequantized in
+        place: the int32 sums are not needed afterwards, and that is the cheapest way."""
+        if not self.is_float:
+            return self._sums
+        into = self._sums.view(np.float32)
+        return dequantize(self._sums, self._exponents(), self.session.n, out=into)
 
     def _send_use(
         self,

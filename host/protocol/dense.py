@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import wire
-from ..quantize import block_exponents, dequantize, quantize_row
+from ..quantize import block_exponents, quantize_row
 from .call import Call
 from .events import Action
 
@@ -99,7 +99,5 @@ class DenseCall(Call):
         else:
             self._slot_done(s, acts)
 
-    def _assemble(self) -> np.ndarray:
-        if self.is_float:
-            return dequantize(self._sums, self._agreed, self.session.n)
-        return self._sums
+    def _exponents(self) -> np.ndarray:
+        return self._agreed

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import wire
-from ..quantize import block_exponents, dequantize, quantize_row
+from ..quantize import block_exponents, quantize_row
 from .call import Call
 from .events import Action
 
@@ -110,8 +110,5 @@ class SparseCall(Call):
             s, now, acts, block=nxt, exponent=exponent, nxt=int(self._after[nxt]), payload=payload
         )
 
-    def _assemble(self) -> np.ndarray:
-        if self.is_float:
-            e = self._class_agreed[np.arange(self.nblocks) % self.nslots]
-            return dequantize(self._sums, e, self.session.n)
-        return self._sums
+    def _exponents(self) -> np.ndarray:
+        return self._class_agreed[np.arange(self.nblocks) % self.nslots]

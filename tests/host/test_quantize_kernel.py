@@ -255,6 +255,15 @@ def test_dequantize_matches_numpy(
 
         assert_identical(both(into_out, chunk)[0], d)
 
+    def in_place() -> np.ndarray:
+        s = sums.copy()
+        assert Q.dequantize(s, agreed, n, out=s.view(np.float32)).base is s
+        return s.view(np.float32)
+
+    d32, spy = both(in_place, chunk)
+    assert spy.calls["dequantize"] == (1 if b else 0)  # the kernel runs in place
+    assert_identical(d32, Q.dequantize(sums, agreed, n))
+
 
 # ------------------------------------------------------------------ non-finite input
 
@@ -349,6 +358,17 @@ def test_kernel_checks_its_buffers() -> None:
         KERNEL.dequantize(q, 8, e, 0, None, tab.d_mul64, tab.d_regular_from, x)  # no scale32
     with pytest.raises(ValueError):
         KERNEL.dequantize(q, 8, e, 2, None, tab.d_mul64, 0, x)  # float64 out too small
+    # in place only where the kernel allows it: dequantize to float32 over the very sums
+    d_args = (e, 0, tab.d_scale, tab.d_mul64, tab.d_regular_from)
+    assert KERNEL.dequantize(q, 8, *d_args, q.view(np.float32)) == 0
+    buf = np.zeros(24, np.int32)
+    with pytest.raises(ValueError, match="overlaps"):
+        KERNEL.dequantize(buf[8:], 8, *d_args, buf[:16].view(np.float32))
+    with pytest.raises(ValueError, match="overlaps"):
+        wide = np.zeros((2, 8), np.float64)
+        KERNEL.dequantize(wide.view(np.int32).reshape(-1)[:16], 8, e, 2, None, tab.d_mul64, 0, wide)
+    with pytest.raises(ValueError, match="overlaps"):
+        KERNEL.quantize(x, 8, e, None, 4, tab.q_mode, tab.q_table, 0, x.view(np.int32))
 
 
 # ------------------------------------------------------------------ fallbacks
@@ -383,16 +403,30 @@ def test_other_layouts_and_dtypes_use_the_numpy_code() -> None:
     def in_place() -> np.ndarray:
         x = blocks.copy()
         Q.quantize(x, own, 3, own=own, out=x.view(np.int32))  # out overlaps the input
-        return x
+        return x.view(np.int32)
 
-    _, spy = both(in_place)
-    assert spy.calls["quantize"] == 0
+    got, spy = both(in_place)
+    assert spy.calls["quantize"] == 1  # of a copy of the input
+    assert_identical(got, want)
     sums = want * 2
     d = Q.dequantize(sums, own, 3)
     assert_identical(both(lambda: Q.dequantize(np.asfortranarray(sums), own, 3))[0], d)
     both(lambda: Q.dequantize(sums.astype(">i4"), own, 3))  # the same TypeError
     _, spy = both(lambda: Q.dequantize(sums, own, 3, out=np.empty(sums.shape, np.float64)))
     assert spy.calls["dequantize"] == 0  # dtype float32 into a float64 out: numpy's affair
+
+    def shifted() -> np.ndarray:
+        """out overlaps the sums one row off: the numpy code, on a copy of the sums."""
+        buf = np.zeros(sums.size + sums.shape[1], np.int32)
+        s = buf[sums.shape[1] :].reshape(sums.shape)
+        s[:] = sums
+        out = buf[: sums.size].view(np.float32).reshape(sums.shape)
+        Q.dequantize(s, own, 3, out=out)
+        return out.copy()
+
+    got, spy = both(shifted)
+    assert spy.calls["dequantize"] == 0
+    assert_identical(got, d)
 
 
 def test_missing_extension_falls_back_to_numpy(
