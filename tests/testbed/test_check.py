@@ -212,3 +212,24 @@ def test_bench_allreduce_smoke(tmp_path: Path) -> None:
         [str(BIN / "p4reduce"), "bench", "--list"], capture_output=True, text=True
     )
     assert listed.returncode == 0 and "allreduce" in listed.stdout.split()
+
+
+def test_bench_quantize_figure(tmp_path: Path) -> None:
+    """The quantization figure: every row for both n, ratios to the copy of the same run
+    (the bench itself raises if dequantizing in place differs from into a second array)."""
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, str(root / "bench" / "allreduce.py"), "--quick", "--only", "quantize",
+         "--quant-elements", "4096", "--out", str(tmp_path), "--json"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)["quantize"]
+    whats = [r["what"] for r in rows if r["n"] == 4]
+    assert whats == [r["what"] for r in rows if r["n"] == 3]
+    assert {"np.copyto", "quantize", "dequantize in place", "quantize+dequantize in place"} <= set(
+        whats
+    )
+    assert all(r["ratio_to_copyto"] > 0 and r["elements"] == 4096 for r in rows)
+    assert all(r["ratio_to_copyto"] == 1 for r in rows if r["what"] == "np.copyto")
+    assert {p.name for p in tmp_path.iterdir()} >= {"quantize.csv", "quantize.png"}
