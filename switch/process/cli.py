@@ -175,7 +175,12 @@ def main(argv: list[str] | None = None) -> int:
     udp_text = f", UDP adapter {udp[0]}:{udp[1]}" if udp else ""
     # one line scripts and tests wait for: the real addresses when port 0 was asked for
     print(f"{PROG}: ready (P4Runtime {host}:{bound}{udp_text})", flush=True)
-    done.wait()
+    # Wake up now and then: the kernel may deliver SIGTERM to one of the gRPC or data-plane
+    # threads (when the main thread has another signal pending, say), and then Python runs
+    # the handler only once the main thread executes bytecode again, which a plain wait()
+    # never does.
+    while not done.wait(0.25):
+        pass
     log.info("%s: stopping", PROG)
     server.stop(grace=1.0)
     dataplane.stop()

@@ -3,6 +3,7 @@ datagrams through the loopback adapter, and a clean stop on SIGTERM/SIGINT."""
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import socket
@@ -141,6 +142,21 @@ def test_source_program_and_sigint_stop(peers: tuple[socket.socket, socket.socke
          "--udp-listen", "127.0.0.1:0", "--grpc-server-addr", "127.0.0.1:0"]
     )  # fmt: skip
     assert sw.stop(signal.SIGINT) == 0
+
+
+def test_sigterm_taken_by_another_thread_still_stops_it() -> None:
+    """kill() on a thread id makes that thread take the process's signal, as the kernel
+    does when the main thread already has one pending: Python runs the handler only in
+    the main thread, which must therefore not sleep in a plain Event.wait()."""
+    sw = Switch(["--no-p4", "--grpc-server-addr", "127.0.0.1:0"])
+    pid = sw.proc.pid
+    others = [int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid]
+    assert others, "the switch runs gRPC and data-plane threads"
+    try:
+        os.kill(others[0], signal.SIGTERM)
+        assert sw.proc.wait(timeout=20) == 0
+    finally:
+        sw.stop()
 
 
 def test_no_p4_waits_for_a_pipeline() -> None:
