@@ -24,7 +24,8 @@ Topology (docs/testbed.md has the picture):
 
 Protocol on stdout: one JSON line ``{"ready": true, ...}`` once built (the addresses), then
 ``{"stopped": true}`` after teardown. Teardown starts when stdin closes (the orchestrator
-exited or asked for it), or on SIGTERM / SIGINT / SIGHUP. It kills every process left in a
+exited or asked for it), or on SIGTERM / SIGINT / SIGHUP (after the build, when one comes
+during it). It kills every process left in a
 host's namespace, stops Mininet, deletes the bridge and any interface left with our
 prefixes. A lock (``/run/lock/p4reduce-testbed.lock``) allows one testbed per machine, and a
 state file names the running driver. What a driver killed outright leaves is cleaned up by
@@ -36,6 +37,7 @@ import contextlib
 import fcntl
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -56,10 +58,6 @@ STATE = "/run/p4reduce-testbed.json"
 
 class TopologyError(Exception):
     pass
-
-
-class Stop(BaseException):
-    """A signal asked for teardown; unwinds like Ctrl-C."""
 
 
 def host_mac(i: int) -> str:
@@ -366,20 +364,26 @@ def teardown(net, hosts: list) -> None:
         os.unlink(STATE)
 
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+_stop_asked: list[int] = []  # the signals received; the handler only records them
+
+
 def wait_for_stop() -> None:
-    """Block until stdin closes (or a signal raises Stop)."""
-    while True:
-        chunk = os.read(sys.stdin.fileno(), 4096)
-        if not chunk:
+    """Block until stdin closes or a stop signal has come (checked every 0.2 s)."""
+    fd = sys.stdin.fileno()
+    while not _stop_asked:
+        readable, _, _ = select.select([fd], [], [], 0.2)
+        if readable and not os.read(fd, 4096):
             return
 
 
 def main() -> int:
-    def on_signal(_sig: int, _frame: object) -> None:
-        raise Stop
-
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, on_signal)
+    # The handler never raises: the orchestrator's death brings its parent-death SIGTERM
+    # together with the end of stdin, and an exception raised in the finally clause
+    # below, before it ignores the signals, would skip the teardown. A signal during the
+    # build lets it finish, then tears down.
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, lambda sig, _frame: _stop_asked.append(sig))
     if os.geteuid() != 0:
         print("topology: error: needs root (Mininet creates namespaces and veths)", file=sys.stderr)
         return 1
@@ -397,15 +401,14 @@ def main() -> int:
         print(json.dumps(report(spec, hosts)), flush=True)
         wait_for_stop()
         return 0
-    except Stop:
-        return 0
     except Exception as err:  # noqa: BLE001 - one line, never a traceback
         msg = " ".join(str(err).split()) or type(err).__name__
         print(f"topology: error: {msg}", file=sys.stderr, flush=True)
         return 1
     finally:
-        # a second signal during teardown must not cut it short
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        # the handler stays harmless; ignoring the signals also keeps them from cutting
+        # short a system call of the teardown
+        for sig in STOP_SIGNALS:
             signal.signal(sig, signal.SIG_IGN)
         if lock >= 0:
             teardown(net, hosts)

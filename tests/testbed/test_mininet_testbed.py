@@ -208,6 +208,27 @@ def test_bmv2_missing_is_one_line(tmp_path: Path) -> None:
 
 
 @needs_mininet
+def test_a_killed_orchestrator_leaves_nothing(tmp_path: Path) -> None:
+    """SIGKILL: no teardown code runs in it; its children go by their parent-death signal,
+    and the driver tears down when its stdin closes (which comes with its own parent-death
+    SIGTERM: that signal must not cut the teardown short)."""
+    p = subprocess.Popen([P4REDUCE, "testbed", "-n", "2", "-m", "400000", "--no-gloo",
+                          "--out", str(tmp_path)], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not any("p4reduce.testbed.worker" in c for c in _cmdlines().values()):
+        assert p.poll() is None and time.monotonic() < deadline
+        time.sleep(0.1)
+    p.kill()
+    p.wait()
+    # the driver's own teardown (net.stop) takes seconds, more on a loaded machine
+    deadline = time.monotonic() + 120
+    while leftovers() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert leftovers() == []
+
+
+@needs_mininet
 def test_the_next_run_cleans_up_after_a_killed_driver() -> None:
     """A driver killed outright cannot tear down; what it leaves (interfaces, a process in
     a host's namespace) is found by its management address and removed under the lock."""
