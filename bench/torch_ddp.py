@@ -30,8 +30,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from p4reduce.testbed.local import LocalStack, StackError, free_udp_port
+from p4reduce.testbed.local import LocalStack, StackError
 from p4reduce.testbed.ranks import Ranks, RanksError
+
+from p4reduce.free_port import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "train_ddp.py"
@@ -164,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         summaries["gloo"] = train(args, "gloo", work, [], None)
         p4 = [b for b in backends if b != "gloo"]
         if p4:
-            peers = [("127.0.0.1", free_udp_port()) for _ in range(args.workers)]
+            peers = [("127.0.0.1", free_port("udp")) for _ in range(args.workers)]
             with LocalStack(args.workers, "dense", peers=peers, workdir=work / "stack",
                             log=log) as stack:  # fmt: skip
                 env = [{"P4REDUCE_UDP_PORT": str(p)} for _, p in peers]

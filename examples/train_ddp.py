@@ -24,7 +24,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -32,6 +31,8 @@ import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
+
+from p4reduce.free_port import free_port
 
 PROG = "train_ddp.py"
 BACKENDS = ("gloo", "p4reduce", "hook")
@@ -109,17 +110,11 @@ def launched() -> bool:
     return "RANK" in os.environ and "WORLD_SIZE" in os.environ
 
 
-def free_tcp_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def launch(args: argparse.Namespace, argv: list[str]) -> int:
     """Start ``--workers`` processes of this script (env:// on 127.0.0.1) and wait. Rank 0's
     stdout is ours; when one rank fails, the others are stopped. Exit status: the first
     failure's, else 0."""
-    port = free_tcp_port()
+    port = free_port("tcp")
     procs: list[subprocess.Popen[bytes]] = []
     for r in range(args.workers):
         env = dict(os.environ, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(args.workers),

@@ -30,8 +30,9 @@ from typing import Any
 
 import numpy as np
 
+from ..free_port import free_port
 from .ddp_bound import param_tolerance
-from .local import LocalStack, StackError, free_udp_port
+from .local import LocalStack, StackError
 from .ranks import Ranks, RanksError
 
 JOB_ID = 1
@@ -121,7 +122,7 @@ class Demo:
             ref = self.reference(work)
             # the ranks bind these ports themselves; nothing else on 127.0.0.1 is expected to
             # take a just-freed port in the seconds before they do
-            peers = [("127.0.0.1", free_udp_port()) for _ in range(a.workers)]
+            peers = [("127.0.0.1", free_port("udp")) for _ in range(a.workers)]
             with LocalStack(
                 a.workers, "dense", peers=peers, workdir=work / "stack", log=self.log
             ) as stack:

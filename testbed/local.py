@@ -47,6 +47,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..free_port import free_port
+
 SWITCH_MAC = "02:00:00:00:00:fe"
 SWITCH_IP = "127.0.0.1"
 PROGRAMS = ("dense", "sparse")
@@ -83,24 +85,28 @@ def command(name: str) -> str:
     return found
 
 
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
-def sigint_ignored() -> Iterator[None]:
-    """Ignore SIGINT while the block runs (in the main thread, where signals land): a
-    second Ctrl-C during a teardown must not cut it short and leave processes behind."""
+def stop_signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM while the block (a teardown) runs, then deliver them: a
+    second Ctrl-C or a SIGTERM must neither cut a teardown short and leave processes
+    behind, nor be lost (a launcher's SIGTERM still ends the process afterwards). Only in
+    the main thread, where Python runs signal handlers."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    caught: list[int] = []
+    previous = {
+        sig: signal.signal(sig, lambda got, _frame: caught.append(got))
+        for sig in (signal.SIGINT, signal.SIGTERM)
+    }
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            # None: a handler installed from C, which Python cannot restore
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        for sig in dict.fromkeys(caught):
+            signal.raise_signal(sig)
 
 
 def last_line(path: Path) -> str:
@@ -279,7 +285,7 @@ class LocalStack:
             self.dir = Path(self._workdir_arg)
             self.dir.mkdir(parents=True, exist_ok=True)
         for attempt in range(3):
-            self.agg_port = free_udp_port()
+            self.agg_port = free_port("udp")
             self._compile()
             if self.peers is None:
                 self._bind_sockets()
@@ -296,8 +302,8 @@ class LocalStack:
 
     def stop(self) -> None:
         """Stop every process (workers first, the switch last); idempotent. A second
-        Ctrl-C meanwhile is ignored, so the teardown finishes."""
-        with sigint_ignored():
+        Ctrl-C or a SIGTERM meanwhile waits until it has finished."""
+        with stop_signals_held():
             self._stop()
 
     def _stop(self) -> None:

@@ -21,14 +21,14 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .local import last_line, sigint_ignored
+from ..free_port import free_port
+from .local import last_line, stop_signals_held
 
 
 class RanksError(Exception):
@@ -49,12 +49,6 @@ class Rank:
         """The rank's one-line error (its last stderr line), else its exit status."""
         code = self.popen.returncode
         return last_line(self.stderr) or f"exit status {code}"
-
-
-def free_tcp_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Ranks:
@@ -89,7 +83,7 @@ class Ranks:
         if rank_env is not None and len(rank_env) != n:
             raise RanksError(f"{len(rank_env)} rank environments for {n} ranks")
         self.dir.mkdir(parents=True, exist_ok=True)
-        port = free_tcp_port()
+        port = free_port("tcp")
         base = dict(os.environ if env is None else env)
         base.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE=str(n),
                     LOCAL_WORLD_SIZE=str(n))  # fmt: skip
@@ -149,9 +143,9 @@ class Ranks:
             pass
 
     def stop(self) -> None:
-        """Stop every rank still running (idempotent). A second Ctrl-C meanwhile is
-        ignored, so the teardown finishes."""
-        with sigint_ignored():
+        """Stop every rank still running (idempotent). A Ctrl-C or SIGTERM meanwhile
+        waits until the teardown has finished."""
+        with stop_signals_held():
             self._stop()
 
     def _stop(self) -> None:

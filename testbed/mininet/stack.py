@@ -18,7 +18,7 @@ Teardown (``stop``; leaving the ``with`` block however it is left, Ctrl-C includ
 workers, then the service, then the switch get SIGTERM (SIGKILL after a grace period); then
 the driver's stdin is closed, and it kills whatever still runs in a host's namespace, stops
 Mininet and deletes the bridge. If the driver did not finish, ``topology.clean_if_free``
-does its work here. A second Ctrl-C meanwhile is ignored. Children also get SIGTERM if this
+does its work here. A Ctrl-C or SIGTERM meanwhile waits for it. Children also get SIGTERM if this
 process dies outright (PR_SET_PDEATHSIG), and the driver sees its stdin close, so nothing
 outlives a killed orchestrator.
 """
@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..local import Proc, StackError, WorkerResult, command, last_line, sigint_ignored
+from ..local import Proc, StackError, WorkerResult, command, last_line, stop_signals_held
 from . import topology
 from .switches import SwitchKind, accepts
 
@@ -177,7 +177,7 @@ class MininetStack:
 
     def stop(self) -> None:
         """Stop everything (workers, service and switch, then the topology); idempotent."""
-        with sigint_ignored():
+        with stop_signals_held():
             # workers first, then the service (its P4Runtime stream), then the switch: the
             # switch stops fastest once no controller is connected
             infra = (self.driver, self.serve, self.switch)

@@ -21,15 +21,10 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...free_port import free_port
 from ..local import StackError, command, find_p4src
 
 KINDS = ("embedded", "bmv2")
-
-
-def free_tcp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def accepts(addr: str) -> bool:
@@ -91,7 +86,7 @@ class SwitchKind:
     def grpc_addr(self) -> str:
         """What to pass as ``--grpc-server-addr``: the embedded switch picks a free port
         itself and reports it; simple_switch_grpc needs a concrete one."""
-        return "127.0.0.1:0" if self.name == "embedded" else f"127.0.0.1:{free_tcp_port()}"
+        return "127.0.0.1:0" if self.name == "embedded" else f"127.0.0.1:{free_port('tcp')}"
 
 
 def kind(name: str) -> SwitchKind:

@@ -19,7 +19,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from stack import Stack, close_all, compile_program, free_udp_port  # noqa: E402
+from stack import Stack, close_all, compile_program  # noqa: E402
+
+from p4reduce.free_port import free_port  # noqa: E402
 
 POOL = 8  # worker sockets (switch ports 1..8) per stack
 
@@ -31,7 +33,7 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, in
     out = tmp_path_factory.mktemp("build")
     builds = {}
     for name in ("dense", "sparse"):
-        port = free_udp_port()
+        port = free_port("udp")
         builds[name] = (compile_program(name, out, port), port)
     return builds
 

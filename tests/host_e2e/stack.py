@@ -37,12 +37,6 @@ K = 64
 RETRY = RetryPolicy(initial_timeout=0.05, max_timeout=0.4, give_up_after=30.0)
 
 
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def compile_program(name: str, out: Path, agg_port: int) -> Path:
     """``p4src/NAME.p4`` compiled with ``-DAGG_UDP_PORT``; returns the build prefix."""
     rc = p4c_main(

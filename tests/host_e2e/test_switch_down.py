@@ -13,7 +13,9 @@ import pytest
 from p4reduce.controller import Assignment
 from p4reduce.controller.client import Timeouts
 from p4reduce.host import AllreduceSession, AllreduceTimeout, RetryPolicy
-from stack import Stack, check, free_udp_port, make_tensor, on_all
+from stack import Stack, check, make_tensor, on_all
+
+from p4reduce.free_port import free_port
 
 GIVE_UP = 1.0
 RETRY = RetryPolicy(initial_timeout=0.05, max_timeout=0.2, give_up_after=GIVE_UP)
@@ -27,7 +29,7 @@ def test_switch_never_started() -> None:
     port = sock.getsockname()[1]
     a = Assignment(
         job_id=3, job_index=1, rank=0, n=2, slot_base=0, slot_count=4, k=64,
-        program="dense", switch_ip="127.0.0.1", switch_mac=None, agg_port=free_udp_port(),
+        program="dense", switch_ip="127.0.0.1", switch_mac=None, agg_port=free_port("udp"),
         mgid=257, timeouts=Timeouts(200, 3200, 30),
         members=[{"rank": 0, "ip": "127.0.0.1", "udp_port": port}],
     )  # fmt: skip
@@ -53,7 +55,7 @@ def test_default_retry_comes_from_the_assignment() -> None:
     sock.bind(("127.0.0.1", 0))
     a = Assignment(
         job_id=3, job_index=1, rank=0, n=1, slot_base=0, slot_count=4, k=64,
-        program="dense", switch_ip="127.0.0.1", switch_mac=None, agg_port=free_udp_port(),
+        program="dense", switch_ip="127.0.0.1", switch_mac=None, agg_port=free_port("udp"),
         mgid=257, timeouts=Timeouts(100, 400, 4),
         members=[{"rank": 0, "ip": "127.0.0.1", "udp_port": sock.getsockname()[1]}],
     )  # fmt: skip

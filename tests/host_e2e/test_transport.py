@@ -14,7 +14,8 @@ from p4reduce.host import RetryPolicy, UdpTransport, run_call
 from p4reduce.host.protocol import Done, Failed, Session
 from p4reduce.host.wire import MSG_DENSE, MSG_SPARSE
 from reflector import Reflector
-from stack import free_udp_port
+
+from p4reduce.free_port import free_port
 
 
 @pytest.fixture
@@ -27,7 +28,7 @@ def reflector() -> Iterator[Reflector]:
 
 
 def test_binds_and_asks_for_large_buffers() -> None:
-    with UdpTransport(("127.0.0.1", free_udp_port())) as t:
+    with UdpTransport(("127.0.0.1", free_port("udp"))) as t:
         assert t.local[0] == "127.0.0.1" and t.local[1] > 0
         rcv, snd = t.buffers
         assert rcv >= 1 << 20 and snd >= 1 << 20  # Linux reports twice what it grants
@@ -79,7 +80,7 @@ def test_other_send_errors_are_counted_not_raised() -> None:
     def refuse(data: bytes) -> int:
         raise OSError(errno.ENETUNREACH, "unreachable")
 
-    with UdpTransport(("127.0.0.1", free_udp_port())) as t:
+    with UdpTransport(("127.0.0.1", free_port("udp"))) as t:
         t._send = refuse
         t.send(b"x")
         assert t.counters.dropped == 1 and t.counters.errors["ENETUNREACH"] == 1
@@ -88,7 +89,7 @@ def test_other_send_errors_are_counted_not_raised() -> None:
 
 def test_icmp_refusal_is_counted_and_the_send_retried() -> None:
     """Nothing listens: Linux reports the ICMP error of one datagram on a later call."""
-    with UdpTransport(("127.0.0.1", free_udp_port())) as t:
+    with UdpTransport(("127.0.0.1", free_port("udp"))) as t:
         for _ in range(20):
             t.send(b"y" * 20)
             t.recv_many()
@@ -130,7 +131,7 @@ def test_runner_retransmits_lost_packets() -> None:
 def test_runner_gives_up_in_time() -> None:
     retry = RetryPolicy(initial_timeout=0.01, max_timeout=0.05, give_up_after=0.3)
     ses = Session(rank=0, n=1, job_id=9, slots=4, retry=retry)
-    with UdpTransport(("127.0.0.1", free_udp_port())) as t:
+    with UdpTransport(("127.0.0.1", free_port("udp"))) as t:
         end = run_call(ses.allreduce(np.ones(100, dtype=np.int32)), t)
     assert isinstance(end, Failed) and isinstance(end.error, TimeoutError)
     assert [s.slot for s in end.error.stuck] == [0, 1]

@@ -21,17 +21,13 @@ import pytest
 from p4reduce.controller import RegistrationClient
 from p4reduce.switch.frontend.cli import main as p4c_main
 
+from p4reduce.free_port import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 SWITCH_MAC = "02:00:00:00:00:fe"
 K = 64
 JOB = 7
-
-
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -45,7 +41,7 @@ def build(tmp_path_factory: pytest.TempPathFactory) -> Build:
     """The dense program compiled for an aggregation port nobody else uses: the adapter
     hands frames to the program with the adapter's own port as UDP destination."""
     out = tmp_path_factory.mktemp("build")
-    port = free_udp_port()
+    port = free_port("udp")
     rc = p4c_main(
         [
             "-I", str(ROOT / "p4src" / "include"), f"-DAGG_UDP_PORT={port}",

@@ -7,7 +7,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,13 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from p4reduce.free_port import free_port
+
 RANKS = Path(__file__).with_name("ranks.py")
-
-
-def free_tcp_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def gone(pid: int) -> bool:
@@ -96,7 +91,7 @@ class Ranks:
 def start(scenario: str, n: int, tmp: Path, init: str = "env", **env: str) -> Ranks:
     """Start ranks 0..n-1 of ``scenario`` with ``init`` as the rendezvous ("env", "tcp" or
     "file:PATH"); each in its own process group, so a kill reaches its children too."""
-    port = free_tcp_port()
+    port = free_port("tcp")
     procs = []
     for rank in range(n):
         e = (
