@@ -121,7 +121,7 @@ def last_line(path: Path) -> str:
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
-def _die_with_parent_preexec() -> Callable[[], None] | None:
+def die_with_parent_preexec() -> Callable[[], None] | None:
     """A ``preexec_fn`` that makes the child get SIGTERM when its parent dies (Linux
     ``PR_SET_PDEATHSIG``), or None where there is no such thing. The function is resolved
     here, before the fork, so the child only makes one foreign call before ``exec``."""
@@ -240,7 +240,7 @@ class LocalStack:
         if peers is not None and len(peers) != ports:
             raise StackError(f"{len(peers)} peer addresses for {ports} worker ports")
         self.peers = [(str(ip), int(port)) for ip, port in peers] if peers is not None else None
-        self._preexec = _die_with_parent_preexec() if die_with_parent else None
+        self._preexec = die_with_parent_preexec() if die_with_parent else None
         self.ports = ports
         self.program = program
         self.k = k

@@ -26,7 +26,6 @@ outlives a killed orchestrator.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import re
@@ -41,7 +40,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..local import Proc, StackError, WorkerResult, command, last_line, stop_signals_held
+from ..local import (
+    Proc,
+    StackError,
+    WorkerResult,
+    command,
+    die_with_parent_preexec,
+    last_line,
+    stop_signals_held,
+)
 from . import topology
 from .switches import SwitchKind, accepts
 
@@ -94,23 +101,6 @@ def mininet_missing() -> str | None:
     return None
 
 
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> Callable[[], None]:
-    """A ``preexec_fn``: the child gets SIGTERM when this process dies. Processes are only
-    spawned from the main thread, whose end is the process's end."""
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-    parent = os.getpid()
-
-    def preexec() -> None:
-        prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
-        if os.getppid() != parent:
-            os._exit(1)
-
-    return preexec
-
-
 class MininetStack:
     """N Mininet hosts around one P4 switch, the controller and its registration service."""
 
@@ -150,7 +140,8 @@ class MininetStack:
         self.net: dict[str, Any] = {}
         self.grpc_addr = ""
         self.url = ""
-        self._preexec = _die_with_parent()
+        # processes are only spawned from the main thread, whose end is the process's
+        self._preexec = die_with_parent_preexec()
         self._seq = 0
 
     # ------------------------------------------------------------------ life cycle
