@@ -18,14 +18,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
-import threading
 from collections.abc import Sequence
 from typing import Any
 
 from ..cli_common import OneLineArgumentParser as _OneLineParser
-from ..cli_common import internal_error, stdout_gone
+from ..cli_common import StopSignals, internal_error, stdout_gone
 from . import addr, pipeline, program, render
 from .api import Controller
 from .errors import ControllerError, InvalidArgument
@@ -441,9 +439,8 @@ def cmd_reset(args: argparse.Namespace, ctl: Controller) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     ctl = _controller(args, arbitrate=True)
-    stop = threading.Event()
+    stop: StopSignals | None = None
     svc = None
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         if args.program:
             ctl.push(args.program)
@@ -462,8 +459,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             join_timeout=args.join_timeout,
             timeouts=Timeouts(args.initial_timeout_ms, args.max_timeout_ms, args.retries),
         )
-        for sig in previous:
-            signal.signal(sig, lambda *_: stop.set())
+        stop = StopSignals()
         try:
             svc.start()
         except OSError as err:
@@ -488,15 +484,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 f"{PROG}: ready (registration {svc.url}, P4Runtime {ctl.conn.addr}, device {ctl.conn.device_id})",
                 flush=True,
             )
-        while not stop.wait(0.2):
+        while not stop.wait(0.2):  # never an Event set by a handler: see StopSignals
             _print_warnings(ctl)
         return 0
     finally:
         if svc is not None:
             svc.stop()
         ctl.close()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        if stop is not None:
+            stop.restore()
 
 
 def _print_warnings(ctl: Controller) -> None:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import time
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -77,3 +79,39 @@ def rank_main(
             file=sys.stderr,
         )
         return 1
+
+
+class StopSignals:
+    """SIGINT and SIGTERM, recorded for a server's main loop to poll (``wait``).
+
+    The handler only appends to a list. A handler that calls ``threading.Event.set()``
+    deadlocks when the signal lands while the main thread is inside ``Event.wait()``: the
+    handler runs in that thread, between bytecodes, and waits for the lock ``wait()``
+    holds. (``p4reduce-ctl serve`` was found hung exactly so after two signals.) Polling
+    also catches a signal that the kernel handed to another thread, whose handler runs
+    only once the main thread executes bytecode again. Use from the main thread."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+        self._previous = {sig: signal.signal(sig, self._record) for sig in self.SIGNALS}
+
+    def _record(self, sig: int, _frame: object) -> None:
+        self.received.append(sig)
+
+    def wait(self, timeout: float, step: float = 0.1) -> bool:
+        """Sleep until a stop signal came or ``timeout`` passed; whether one came."""
+        deadline = time.monotonic() + timeout
+        while not self.received:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(step, left))
+        return True
+
+    def restore(self) -> None:
+        """Put back the handlers found at construction."""
+        for sig, handler in self._previous.items():
+            # None: a handler installed from C, which Python cannot restore
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)

@@ -13,12 +13,10 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import signal
 import sys
-import threading
 from pathlib import Path
 
-from p4reduce.cli_common import OneLineArgumentParser
+from p4reduce.cli_common import OneLineArgumentParser, StopSignals
 
 from ..frontend.cli import in_deep_thread
 from ..frontend.compiler import CompileOptions, compile_file
@@ -157,9 +155,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-    done = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: done.set())
+    stop = StopSignals()
     dataplane.start()
     host = args.grpc_server_addr.rsplit(":", 1)[0]
     log.info(
@@ -175,11 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     udp_text = f", UDP adapter {udp[0]}:{udp[1]}" if udp else ""
     # one line scripts and tests wait for: the real addresses when port 0 was asked for
     print(f"{PROG}: ready (P4Runtime {host}:{bound}{udp_text})", flush=True)
-    # Wake up now and then: the kernel may deliver SIGTERM to one of the gRPC or data-plane
-    # threads (when the main thread has another signal pending, say), and then Python runs
-    # the handler only once the main thread executes bytecode again, which a plain wait()
-    # never does.
-    while not done.wait(0.25):
+    while not stop.wait(3600.0):  # polls (StopSignals says why a lock cannot be used)
         pass
     log.info("%s: stopping", PROG)
     server.stop(grace=1.0)
