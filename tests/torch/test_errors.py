@@ -13,8 +13,9 @@ from ranks_harness import run, start, wait_gone
 
 # How long the stack's processes may take to go. An idle p4reduce-switch stops within
 # ~1.5 s of SIGTERM, but one clean-clone CI run on a loaded machine saw it take over 10 s
-# (probably a SIGTERM taken by a non-main thread, which went unhandled until the switch
-# began to poll for it); the bound stays generous.
+# and another saw p4reduce-ctl serve hang in its signal handler (Event.set() on the lock
+# its own Event.wait() held). Both servers now poll through cli_common.StopSignals; the
+# bound stays generous.
 STOP_BOUND = 60.0
 
 
