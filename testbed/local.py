@@ -109,6 +109,23 @@ def stop_signals_held() -> Iterator[None]:
             signal.raise_signal(sig)
 
 
+def terminate(popens: Sequence[subprocess.Popen[bytes]], grace: float = 10.0) -> None:
+    """SIGTERM to every process still running, in the order given, then wait for them all
+    together: whatever has not exited ``grace`` seconds later gets SIGKILL."""
+    live = [p for p in popens if p.poll() is None]
+    for p in live:
+        with contextlib.suppress(ProcessLookupError):
+            p.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for p in live:
+        try:
+            p.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                p.kill()
+            p.wait()
+
+
 def last_line(path: Path) -> str:
     try:
         lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines()]
@@ -307,18 +324,7 @@ class LocalStack:
             self._stop()
 
     def _stop(self) -> None:
-        live = [p for p in reversed(self.procs) if p.alive()]
-        for p in live:
-            with contextlib.suppress(ProcessLookupError):
-                p.popen.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 10.0
-        for p in live:
-            try:
-                p.popen.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    p.popen.kill()
-                p.popen.wait()
+        terminate([p.popen for p in reversed(self.procs)])
         for p in self.procs:  # reap anything that had already exited
             with contextlib.suppress(subprocess.TimeoutExpired):
                 p.popen.wait(timeout=1)

@@ -18,9 +18,7 @@ ranks run.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -28,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..free_port import free_port
-from .local import last_line, stop_signals_held
+from .local import last_line, stop_signals_held, terminate
 
 
 class RanksError(Exception):
@@ -149,18 +147,7 @@ class Ranks:
             self._stop()
 
     def _stop(self) -> None:
-        live = [r for r in self.ranks if r.alive()]
-        for r in live:
-            with contextlib.suppress(ProcessLookupError):
-                r.popen.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + self.grace
-        for r in live:
-            try:
-                r.popen.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    r.popen.kill()
-                r.popen.wait()
+        terminate([r.popen for r in self.ranks], self.grace)
 
     def reset(self) -> None:
         """Forget the finished group so that ``start`` can run another."""

@@ -48,6 +48,7 @@ from ..local import (
     die_with_parent_preexec,
     last_line,
     stop_signals_held,
+    terminate,
 )
 from . import topology
 from .switches import SwitchKind, accepts
@@ -182,18 +183,7 @@ class MininetStack:
                 topology.clean_if_free()
 
     def _stop_processes(self, procs: Sequence[Proc], grace: float = 10.0) -> None:
-        live = [p for p in reversed(procs) if p.alive()]
-        for p in live:
-            with contextlib.suppress(ProcessLookupError):
-                p.popen.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        for p in live:
-            try:
-                p.popen.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    p.popen.kill()
-                p.popen.wait()
+        terminate([p.popen for p in reversed(procs)], grace)
 
     def _stop_driver(self) -> bool:
         """Close the driver's stdin and wait for its teardown; whether it finished it."""
