@@ -71,24 +71,32 @@ def _write_multicast(state: PipelineState, update_type: int, msg: Any) -> None:
         raise out_of_range(f"multicast group id {gid} does not fit in 16 bits")
     pre = state.switch.pre
     exists = gid in state.multicast_groups
+    _check_update(update_type, exists, owner)
     if update_type == DELETE:
-        if not exists:
-            raise not_found(f"{owner} does not exist")
         pre.set_group(gid, [])
         pre.mgrp_destroy(gid)
         del state.multicast_groups[gid]
         return
-    if update_type == INSERT and exists:
-        raise already_exists(f"{owner} already exists")
-    if update_type == MODIFY and not exists:
-        raise not_found(f"{owner} does not exist")
-    if update_type not in (INSERT, MODIFY):
-        raise invalid("update type UNSPECIFIED")
     pairs, canon = _replicas(msg.replicas, owner)
     pre.set_group(gid, pairs)
     stored = p4runtime_pb2.MulticastGroupEntry(multicast_group_id=gid, metadata=msg.metadata)
     stored.replicas.extend(canon)
     state.multicast_groups[gid] = stored
+
+
+def _check_update(update_type: int, exists: bool, owner: str) -> None:
+    """The status for an update that cannot apply to an entity that does (not) exist."""
+    if update_type == DELETE:
+        if not exists:
+            raise not_found(f"{owner} does not exist")
+    elif update_type == INSERT:
+        if exists:
+            raise already_exists(f"{owner} already exists")
+    elif update_type == MODIFY:
+        if not exists:
+            raise not_found(f"{owner} does not exist")
+    else:
+        raise invalid("update type UNSPECIFIED")
 
 
 def _write_clone(state: PipelineState, update_type: int, msg: Any) -> None:
@@ -99,19 +107,12 @@ def _write_clone(state: PipelineState, update_type: int, msg: Any) -> None:
     pre = state.switch.pre
     exists = sid in state.clone_sessions
     gid = HIDDEN_GROUP_BASE + sid
+    _check_update(update_type, exists, owner)
     if update_type == DELETE:
-        if not exists:
-            raise not_found(f"{owner} does not exist")
         pre.mirroring_delete(sid)
         _drop_hidden_group(state, gid)
         del state.clone_sessions[sid]
         return
-    if update_type == INSERT and exists:
-        raise already_exists(f"{owner} already exists")
-    if update_type == MODIFY and not exists:
-        raise not_found(f"{owner} does not exist")
-    if update_type not in (INSERT, MODIFY):
-        raise invalid("update type UNSPECIFIED")
     if msg.packet_length_bytes < 0:
         raise invalid(f"{owner}: packet_length_bytes cannot be negative")
     pairs, canon = _replicas(msg.replicas, owner)
