@@ -349,6 +349,22 @@ class AllreduceSession:
         with self._lock:
             self._recover(timeout)
 
+    def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
+        """Run ``fn(*args)`` on the session's background thread, in order with the calls
+        submitted before and after it, holding the session's lock (so from ``fn`` use the
+        ``*_here`` methods, never the queuing ones). The torch backend runs its recovery
+        check this way at each collective's boundary."""
+        return self._submit(fn, *args)
+
+    @property
+    def failure(self) -> str | None:
+        """Why the next call cannot simply run (a failed or broken call), else None."""
+        return self._failure()
+
+    def recover_here(self, timeout: float | None = None) -> None:
+        """``recover`` for code already running on the session's thread (``submit``)."""
+        self._recover(timeout)
+
     def reset(self, next_call: int | None = None) -> None:
         """Forget a failed call and put every slot back at set 0, as at job creation.
         Only correct after the job's slot range was cleared at the switch (the job

@@ -20,11 +20,14 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import torch.distributed as dist
+
 from ...controller.client import RegistrationError
 from ..api import AllreduceSession
 from . import loopback
 from .errors import P4ReduceError
 from .options import P4ReduceOptions
+from .recovery import Recovery
 from .rendezvous import Rendezvous
 
 if TYPE_CHECKING:
@@ -47,6 +50,7 @@ class Endpoint:
     rdv: Rendezvous
     options: P4ReduceOptions
     stack: LocalStack | None = None  # rank 0 of a loopback group only
+    recovery: Recovery | None = None  # the boundary step before each collective
     closed: bool = field(default=False, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
@@ -135,6 +139,7 @@ def connect(rdv: Rendezvous, options: P4ReduceOptions, job_id: int, what: str) -
                 slots=options.slots,
                 timeout=options.timeout,
                 retry=options.retry,
+                auto_recover=False,  # recovery.py recovers, at an agreed collective
             )
         except RegistrationError as err:
             raise _join_error(rdv, options, what, job_id, url, err) from err
@@ -146,7 +151,8 @@ def connect(rdv: Rendezvous, options: P4ReduceOptions, job_id: int, what: str) -
                 rdv.set("stopped", {"error": str(err) or type(err).__name__})
             loopback.stop(stack)
         raise
-    ep = Endpoint(what, job_id, url, session, rdv, options, stack)
+    recovery = Recovery(dist.PrefixStore("recovery/", rdv.store), rank, n, options.timeout, what)
+    ep = Endpoint(what, job_id, url, session, rdv, options, stack, recovery)
     _open.add(ep)
     log.info("%s: rank %d of %d joined job %d at %s", what, rank, n, job_id, url)
     return ep

@@ -348,6 +348,45 @@ def scenario_errors() -> None:
     dist.destroy_process_group()
 
 
+def scenario_recover() -> None:
+    """A rank late by more than the give-up time: rank 0's collective fails naming it; then
+    the group goes on by itself (no recover() anywhere): every later collective, plain and
+    under DDP, is exact on every rank."""
+    retry = RetryPolicy(initial_timeout=0.05, max_timeout=0.2, give_up_after=1.0)
+    init("p4reduce", P4ReduceOptions(retry=retry))
+    t = torch.ones(64)
+    if RANK == 1:
+        time.sleep(2.5)
+    try:
+        dist.all_reduce(t)
+        result["late"] = {"type": None, "sum": t[0].item()}
+    except Exception as err:  # noqa: BLE001 - recorded for the test
+        result["late"] = error_text(err) | {"missing_ranks": getattr(err, "missing_ranks", None)}
+    after = []
+    for i in range(3):
+        t = torch.full((1000,), float(RANK + i))
+        t0 = time.monotonic()
+        try:
+            dist.all_reduce(t)
+            after.append({"ok": True, "sum": t[0].item(), "seconds": time.monotonic() - t0})
+        except Exception as err:  # noqa: BLE001 - recorded for the test
+            after.append(error_text(err) | {"ok": False, "seconds": time.monotonic() - t0})
+    result["after"] = after
+    result["expected"] = [float(sum(r + i for r in range(N))) for i in range(3)]
+    torch.manual_seed(0)
+    model = DDP(torch.nn.Linear(32, 4))
+    x = torch.randn(8, 32)
+    try:
+        for _ in range(2):
+            model(x).sum().backward()
+        result["ddp"] = {"ok": True}
+    except Exception as err:  # noqa: BLE001 - recorded for the test
+        result["ddp"] = error_text(err) | {"ok": False}
+    result["recoveries"] = dist.group.WORLD.endpoint.session.recoveries
+    result["pids"] = stack_pids(dist.group.WORLD)
+    dist.destroy_process_group()
+
+
 def scenario_refused() -> None:
     """Set-up errors: a dead registration URL, a job the controller refuses, a pg_options
     of the wrong type; then a good group whose rank 0 the test kills."""
@@ -398,6 +437,7 @@ def scenario_cuda() -> None:
 SCENARIOS = {
     "main": scenario_main,
     "errors": scenario_errors,
+    "recover": scenario_recover,
     "refused": scenario_refused,
     "cuda": scenario_cuda,
 }
