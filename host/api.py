@@ -43,6 +43,9 @@ from .transport import UdpTransport
 log = logging.getLogger("p4reduce.host")
 
 OPS = ("sum", "avg")
+# float16 travels as float32 (every float16 is a float32: the block exponents and the
+# quantization are those of its own values) and the result is rounded back to float16.
+DTYPES = (np.dtype(np.float32), np.dtype(np.float16), np.dtype(np.int32))
 MODES = ("dense", "sparse", "auto")
 
 # mode="auto" (docs/host.md): no agreement round for tensors of at most this many rounds
@@ -125,11 +128,12 @@ class _Pending:
 class _UserCall:
     """One allreduce as the user asked it, with the statistics it has gathered so far."""
 
-    array: np.ndarray
+    array: np.ndarray  # what travels: float32 or int32
     op: str
     out: np.ndarray | None
     stats: AllreduceStats
     t0: float
+    dtype: np.dtype = np.dtype(np.float32)  # the caller's (float16 is rounded back to it)
 
 
 def retry_from_timeouts(t: Timeouts) -> RetryPolicy:
@@ -296,7 +300,8 @@ class AllreduceSession:
         out: np.ndarray | None = None,
     ) -> np.ndarray:
         """The sum (``op="sum"``) or mean (``"avg"``, float32 only) of ``array`` over the
-        job's workers; float32 or int32, any shape, the same size on every worker.
+        job's workers; float32, float16 or int32, any shape, the same size on every worker
+        (float16 travels as float32 and the result is rounded back to float16 once).
 
         ``mode``: ``"dense"`` (every block travels), ``"sparse"`` (only blocks non-zero on
         some worker; the sparse program only), ``"auto"`` (decided identically on every
@@ -304,7 +309,10 @@ class AllreduceSession:
         the result into (``out=array`` for in place); returns the result.
 
         Raises before anything is sent: ``TypeError`` (dtype), ``ValueError`` (NaN/±Inf,
-        an unknown op or mode, sparse on the dense program, a bad ``out``). A call without
+        more elements than the block field allows, an unknown op or mode,
+        sparse on the dense program, a bad or read-only ``out``). A non-contiguous or
+        read-only ``array`` is fine: it is only read (copied into blocks); an empty one
+        gives an empty result without a packet, on every worker alike (as gloo). A call without
         an answer in time raises ``AllreduceTimeout`` (a ``TimeoutError``)."""
         if self._executor is not None:
             # Keep submission order with calls already queued in the background.
@@ -466,9 +474,16 @@ class AllreduceSession:
         self, array: np.ndarray, op: str, mode: str, out: np.ndarray | None
     ) -> tuple[np.ndarray, np.ndarray | None]:
         a = np.asarray(array)
-        if a.dtype != np.float32 and a.dtype != np.int32:
+        if a.dtype not in DTYPES:
             raise TypeError(
-                f"allreduce of a {a.dtype} array: float32 or int32 expected (convert with astype)"
+                f"allreduce of a {a.dtype} array: float32, float16 or int32 expected (float64 "
+                f"would lose precision through the switch: convert with astype if that is fine)"
+            )
+        limit = (wire.NEXT_END - 1) * self.k
+        if a.size > limit:
+            raise ValueError(
+                f"allreduce of {a.size} elements: the block field allows at most "
+                f"{wire.NEXT_END - 1} blocks of K = {self.k} ({limit} elements); split it"
             )
         if op not in OPS:
             raise ValueError(f"op {op!r}: one of {', '.join(OPS)}")
@@ -498,7 +513,12 @@ class AllreduceSession:
         self._check_open()
         a, out = self._check_args(array, op, mode, out)
         self._check_idle()
-        user = _UserCall(a, op, out, AllreduceStats(calls=1, elements=a.size), time.monotonic())
+        dtype = a.dtype
+        if dtype == np.float16:
+            a = a.astype(np.float32)  # exact
+        user = _UserCall(
+            a, op, out, AllreduceStats(calls=1, elements=a.size), time.monotonic(), dtype
+        )
         if mode == "auto":
             vec = self._auto_vector(a)  # the non-finite check too
             if vec is not None:
@@ -638,6 +658,8 @@ class AllreduceSession:
     def _finish(self, user: _UserCall, result: np.ndarray) -> np.ndarray:
         if user.op == "avg":
             np.divide(result, np.float32(self.n), out=result)
+        if user.dtype != result.dtype and user.out is None:
+            result = result.astype(user.dtype)  # float16: rounded once, from the float32 sum
         if user.out is not None:
             np.copyto(user.out, result)
             result = user.out

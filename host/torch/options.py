@@ -60,6 +60,10 @@ class P4ReduceOptions:
     """The loopback stack's P4 program; None: "dense" for ``mode="dense"``, else "sparse"."""
     k: int = 64
     """Elements per packet of the loopback stack's program (64 or 256)."""
+    switch_float64: bool = False
+    """Reduce float64 tensors through the switch too (as float32, with float32-level
+    precision); by default they go over gloo. float16 and bfloat16 always go through the
+    switch."""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

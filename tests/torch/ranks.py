@@ -104,6 +104,32 @@ def compare_allreduce(name: str, ref: dist.ProcessGroup, x: np.ndarray, op: str)
     }
 
 
+def compare_half(name: str, ref: dist.ProcessGroup, dtype: torch.dtype) -> None:
+    """float16 / bfloat16 through the switch: one switch call, and the result is the
+    float32 all-reduce of the same (exactly widened) values rounded once to the dtype;
+    gloo adds in the half type, so it is compared within the bound of that plus n ulps."""
+    x = torch.from_numpy(rank_data(9, RANK, 3000, "float32")).to(dtype)
+    wide = x.float()
+    mine, theirs = x.clone(), x.clone()
+    before = stats()
+    dist.all_reduce(mine)
+    calls = stats().calls - before.calls
+    dist.all_reduce(wide)
+    dist.all_reduce(theirs, group=ref)
+    same = bool(torch.equal(mine, wide.to(dtype)))
+    # each of gloo's n - 1 additions in the half type rounds to half an ulp of a partial
+    # sum (at most the sum of the magnitudes); ours rounds once, to half an ulp of itself
+    fi = torch.finfo(dtype)
+    inputs = [
+        torch.from_numpy(rank_data(9, r, 3000, "float32")).to(dtype).float() for r in range(N)
+    ]
+    magnitude = torch.stack(inputs).abs().sum(dim=0)
+    tol = N * fi.eps * magnitude + fi.eps * mine.float().abs() + fi.tiny
+    ok_gloo = bool(((mine.float() - theirs.float()).abs() <= tol).all())
+    result[name] = {"same_as_float32": same, "ok_gloo": ok_gloo, "switch_calls": calls,
+                    "dtype": str(mine.dtype)}  # fmt: skip
+
+
 def collectives(ref: dist.ProcessGroup) -> None:
     """What runs on the backend's private gloo: results exact, no switch traffic."""
     before = stats().calls
@@ -292,6 +318,8 @@ def scenario_main() -> None:
     ]:
         x = rank_data(7, RANK, size, dtype).reshape(-1, 1) if size else np.zeros(0, np.int32)
         compare_allreduce(name, ref, x, op)
+    for name, tdtype in [("float16", torch.float16), ("bfloat16", torch.bfloat16)]:
+        compare_half(name, ref, tdtype)
     collectives(ref)
     functional()
     async_work()
