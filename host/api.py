@@ -173,6 +173,8 @@ class AllreduceSession:
     for leaving the job on ``close``; without one, ``barrier`` and ``recover`` are
     unavailable and ``close`` does not leave. ``auto_recover``: a call after a failed one
     first runs ``recover`` (the default); False makes it raise ``SessionFailed`` instead.
+    ``engine``: the protocol core the calls run on, ``"native"`` (the C core, the default;
+    the Python one with a one-line warning when it was not built) or ``"python"``.
     """
 
     def __init__(
@@ -184,6 +186,7 @@ class AllreduceSession:
         retry: RetryPolicy | None = None,
         registration: RegistrationClient | None = None,
         auto_recover: bool = True,
+        engine: str = "native",
     ) -> None:
         a = assignment
         if a.program not in ("dense", "sparse"):
@@ -214,7 +217,9 @@ class AllreduceSession:
             k=a.k,
             msg_type=wire.MSG_DENSE,
             retry=self.retry,
+            engine=engine,
         )  # checks n, rank, slots, K before the socket is taken
+        self.engine = self.session.engine  # "python" when the native core is not built
         self.transport = UdpTransport(self.switch, sock=sock, bind=bind)
         self.left: dict[str, Any] | None = None  # the service's answer to the leave
         self.leave_error: RegistrationError | None = None
@@ -248,6 +253,7 @@ class AllreduceSession:
         timeout: float = 60.0,
         retry: RetryPolicy | None = None,
         auto_recover: bool = True,
+        engine: str = "native",
     ) -> AllreduceSession:
         """Join job ``job_id`` at the registration service ``url`` as ``rank`` of ``n``.
 
@@ -283,7 +289,13 @@ class AllreduceSession:
                 timeout=timeout,
             )
             return cls(
-                a, sock, bind_ip=bind_ip, retry=retry, registration=reg, auto_recover=auto_recover
+                a,
+                sock,
+                bind_ip=bind_ip,
+                retry=retry,
+                registration=reg,
+                auto_recover=auto_recover,
+                engine=engine,
             )
         except BaseException:
             if own:

@@ -140,6 +140,7 @@ def connect(rdv: Rendezvous, options: P4ReduceOptions, job_id: int, what: str) -
                 timeout=options.timeout,
                 retry=options.retry,
                 auto_recover=False,  # recovery.py recovers, at an agreed collective
+                engine=options.engine,
             )
         except RegistrationError as err:
             raise _join_error(rdv, options, what, job_id, url, err) from err

@@ -60,6 +60,8 @@ class P4ReduceOptions:
     """The loopback stack's P4 program; None: "dense" for ``mode="dense"``, else "sparse"."""
     k: int = 64
     """Elements per packet of the loopback stack's program (64 or 256)."""
+    engine: str = "native"
+    """The protocol core of this rank's session: "native" (C, the default) or "python"."""
     switch_float64: bool = False
     """Reduce float64 tensors through the switch too (as float32, with float32-level
     precision); by default they go over gloo. float16 and bfloat16 always go through the
@@ -86,6 +88,8 @@ class P4ReduceOptions:
             raise ValueError(f"P4ReduceOptions.timeout {self.timeout}: positive")
         if self.chunk_elements < 1:
             raise ValueError(f"P4ReduceOptions.chunk_elements {self.chunk_elements}: at least 1")
+        if self.engine not in ("native", "python"):
+            raise ValueError(f"P4ReduceOptions.engine {self.engine!r}: 'native' or 'python'")
         if self.k not in (64, 256):
             raise ValueError(f"P4ReduceOptions.k {self.k}: 64 or 256")
 

@@ -20,7 +20,7 @@ from p4reduce.host import (
 )
 from p4reduce.host.quantize import NonFiniteError
 from p4reduce.host.wire import MSG_DENSE, MSG_SPARSE
-from stack import K, _bound, check, make_tensor, on_all, reference
+from stack import K, _bound, check, close_all, make_tensor, on_all, reference
 
 SIZES = [1, K - 1, K, K + 1]
 DTYPES = [np.float32, np.int32]
@@ -321,6 +321,23 @@ def test_argument_errors_send_nothing(dense: Jobs, sparse: Jobs) -> None:
     with pytest.raises(NonFiniteError):
         sp.allreduce(big, mode="auto")
     assert sp.transport_counters["sent"] == 0
+
+
+@pytest.mark.parametrize("program", ["dense", "sparse"])
+def test_both_engines_end_to_end(dense: Jobs, sparse: Jobs, program: str) -> None:
+    """Sessions run on the native core by default (every other test here); the Python
+    core on request, with the same sums within the same bounds."""
+    jobs = dense if program == "dense" else sparse
+    natives = jobs.join(3, slots=4)
+    assert {s.engine for s in natives} == {"native"}
+    close_all(natives)
+    pys = jobs.join(3, slots=4, engine="python")
+    assert {s.engine for s in pys} == {"python"}
+    mode = "sparse" if program == "sparse" else "dense"
+    for dtype in (np.float32, np.int32):
+        xs = tensors(31, 3, 3000, dtype)
+        for g in on_all(pys, lambda s, r, xs=xs: s.allreduce(xs[r], mode=mode)):
+            check(g, xs, sparse_slots=4 if mode == "sparse" else None)
 
 
 def test_float16_travels_as_float32_and_comes_back_rounded(dense: Jobs) -> None:
