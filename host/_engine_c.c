@@ -21,12 +21,17 @@
 #error "_engine_c must not be built with -ffast-math: its results must be numpy's, bit for bit"
 #endif
 
+#define _GNU_SOURCE /* sendmmsg, recvmmsg */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <time.h>
 
 #define HEADER_BYTES 20
 #define MSG_DENSE 1
@@ -82,14 +87,40 @@ typedef struct {
     long long *attempts;
     double *first, *timeout;
     uint64_t *version;
+    uint8_t *stuck;             /* per slot: stuck when the call failed */
+    Py_ssize_t *due;            /* on_timer's scratch: the slots due */
     TimerEntry *heap;
     Py_ssize_t heap_len, heap_cap;
+    /* the native driver's send queue: packets in order, from q_head */
+    uint8_t *q_buf;
+    Py_ssize_t *q_lens;
+    Py_ssize_t q_head, q_len, q_cap;
+    int q_waiting;              /* the queue waits for the socket to be writable */
+    /* a protocol error, for its message: 1 dense exponent past the end, 2 sparse next */
+    int perr_kind;
+    Py_ssize_t perr_slot, perr_block;
+    unsigned long perr_value;
     Py_ssize_t open;
     int has_last;               /* the last SetTimer sent: None (0) or last_deadline */
     double last_deadline;
     int state;
     long long stats[S_COUNT];
 } Core;
+
+/* ------------------------------------------------------------------ actions
+
+   The internal functions hand their actions to a Sink. Called from Python (the event
+   methods), the sink builds the action tuples (the GIL is held); in the native driver
+   (Core.run, the GIL released) sends go into the core's send queue and the end of the
+   call is only marked, to be turned into its action once the GIL is back. */
+
+typedef struct {
+    PyObject *list;  /* Python mode: the action tuples; NULL in the driver */
+    int ended;       /* the driver: 1 done, 2 timeout, 3 protocol error */
+    int oom;
+} Sink;
+
+enum { END_NONE, END_DONE, END_TIMEOUT, END_PROTOCOL };
 
 /* ------------------------------------------------------------------ heap */
 
@@ -106,11 +137,9 @@ static int heap_push(Core *c, double deadline, Py_ssize_t slot, uint64_t version
 {
     if (c->heap_len == c->heap_cap) {
         Py_ssize_t cap = c->heap_cap ? 2 * c->heap_cap : 64;
-        TimerEntry *h = PyMem_Realloc(c->heap, (size_t)cap * sizeof *h);
-        if (!h) {
-            PyErr_NoMemory();
+        TimerEntry *h = PyMem_RawRealloc(c->heap, (size_t)cap * sizeof *h);
+        if (!h)
             return -1;
-        }
         c->heap = h;
         c->heap_cap = cap;
     }
@@ -209,32 +238,76 @@ static void quantize_row(const Core *c, const float *x, int e, int own, uint8_t 
     }
 }
 
-static int emit(Core *c, Py_ssize_t s, int retransmit, PyObject *acts)
+/* The driver's send queue: packets copied out of the slot buffers, in order. */
+static int queue_send(Core *c, Py_ssize_t s)
+{
+    if (c->q_len == c->q_cap) {
+        Py_ssize_t cap = c->q_cap ? 2 * c->q_cap : 256;
+        uint8_t *b = PyMem_RawRealloc(c->q_buf, (size_t)(cap * c->pkt_cap));
+        if (!b)
+            return -1;
+        Py_ssize_t *l = PyMem_RawRealloc(c->q_lens, (size_t)cap * sizeof *l);
+        if (!l) {
+            c->q_buf = b;
+            return -1;
+        }
+        c->q_buf = b;
+        c->q_lens = l;
+        c->q_cap = cap;
+    }
+    memcpy(c->q_buf + c->q_len * c->pkt_cap, c->pkt + s * c->pkt_cap, (size_t)c->pkt_len[s]);
+    c->q_lens[c->q_len++] = c->pkt_len[s];
+    return 0;
+}
+
+static int emit(Core *c, Py_ssize_t s, int retransmit, Sink *k)
 {
     Py_ssize_t len = c->pkt_len[s];
     c->stats[S_PACKETS_SENT] += 1;
     c->stats[S_BYTES_SENT] += len;
     if (retransmit)
         c->stats[S_RETRANSMISSIONS] += 1;
+    if (!k->list) {
+        if (queue_send(c, s) < 0) {
+            k->oom = 1;
+            return -1;
+        }
+        return 0;
+    }
     PyObject *data = PyBytes_FromStringAndSize((const char *)c->pkt + s * c->pkt_cap, len);
     if (!data)
         return -1;
-    return append_steal(acts, Py_BuildValue("(sNnO)", "send", data, s,
-                                            retransmit ? Py_True : Py_False));
+    return append_steal(k->list, Py_BuildValue("(sNnO)", "send", data, s,
+                                               retransmit ? Py_True : Py_False));
 }
 
-static int arm(Core *c, Py_ssize_t s, double now)
+static int add_timer(Core *c, Sink *k)
+{
+    if (!k->list)
+        return 0;  /* the driver reads c->has_last / c->last_deadline */
+    PyObject *v = c->has_last ? PyFloat_FromDouble(c->last_deadline) : (Py_INCREF(Py_None), Py_None);
+    if (!v)
+        return -1;
+    return append_steal(k->list, Py_BuildValue("(sN)", "timer", v));
+}
+
+static int arm(Core *c, Py_ssize_t s, double now, Sink *k)
 {
     double a = now + c->timeout[s], b = c->first[s] + c->give_up;
     double deadline = b < a ? b : a; /* Python's min(a, b): a unless b is smaller */
     c->version[s] += 1;
-    return heap_push(c, deadline, s, c->version[s]);
+    if (heap_push(c, deadline, s, c->version[s]) < 0) {
+        k->oom = 1;
+        if (k->list)
+            PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
 }
 
-/* Call._send_use. payload: K big-endian int32 already written at the slot's packet
-   buffer + HEADER_BYTES, or not (has_payload 0). */
-static int send_use(Core *c, Py_ssize_t s, double now, PyObject *acts, uint32_t block,
-                    int exponent, uint32_t nxt, int has_payload, int priming)
+/* Call._send_use. The payload, if any, is already at the slot's buffer + HEADER_BYTES. */
+static int send_use(Core *c, Py_ssize_t s, double now, Sink *k, uint32_t block, int exponent,
+                    uint32_t nxt, int has_payload, int priming)
 {
     int st = c->sets[s];
     c->sets[s] = (uint8_t)(st ^ 1);
@@ -261,9 +334,9 @@ static int send_use(Core *c, Py_ssize_t s, double now, PyObject *acts, uint32_t 
     c->attempts[s] = 1;
     c->first[s] = now;
     c->timeout[s] = c->initial;
-    if (arm(c, s, now) < 0)
+    if (arm(c, s, now, k) < 0)
         return -1;
-    return emit(c, s, 0, acts);
+    return emit(c, s, 0, k);
 }
 
 /* Write block b's payload into slot s's buffer; returns whether there is one. */
@@ -283,31 +356,35 @@ static int payload_of(Core *c, Py_ssize_t s, Py_ssize_t b, int exponent)
     return 1;
 }
 
-static int stop(Core *c, PyObject *acts)
+static int stop(Core *c, Sink *k)
 {
     if (c->has_last) {
         c->has_last = 0;
-        return append_steal(acts, Py_BuildValue("(sO)", "timer", Py_None));
+        return add_timer(c, k);
     }
     return 0;
 }
 
-static int finish(Core *c, PyObject *acts)
+static int finish(Core *c, Sink *k)
 {
     c->state = ST_DONE;
     c->heap_len = 0;
-    if (stop(c, acts) < 0)
+    if (stop(c, k) < 0)
         return -1;
-    return append_steal(acts, Py_BuildValue("(s)", "done"));
+    if (!k->list) {
+        k->ended = END_DONE;
+        return 0;
+    }
+    return append_steal(k->list, Py_BuildValue("(s)", "done"));
 }
 
-static int slot_done(Core *c, Py_ssize_t s, PyObject *acts)
+static int slot_done(Core *c, Py_ssize_t s, Sink *k)
 {
     c->pkt_len[s] = 0;
     c->version[s] += 1;
     c->open -= 1;
     if (c->open == 0)
-        return finish(c, acts);
+        return finish(c, k);
     return 0;
 }
 
@@ -327,7 +404,7 @@ static int next_deadline(Core *c, double *out)
     return 0;
 }
 
-static int close_acts(Core *c, PyObject *acts)
+static int close_acts(Core *c, Sink *k)
 {
     if (c->state != ST_RUNNING)
         return 0;
@@ -336,17 +413,14 @@ static int close_acts(Core *c, PyObject *acts)
     if (has != c->has_last || (has && dl != c->last_deadline)) {
         c->has_last = has;
         c->last_deadline = dl;
-        PyObject *v = has ? PyFloat_FromDouble(dl) : (Py_INCREF(Py_None), Py_None);
-        if (!v)
-            return -1;
-        return append_steal(acts, Py_BuildValue("(sN)", "timer", v));
+        return add_timer(c, k);
     }
     return 0;
 }
 
 /* ------------------------------------------------------------------ dense and sparse */
 
-static int dense_send_block(Core *c, Py_ssize_t s, Py_ssize_t b, double now, PyObject *acts)
+static int dense_send_block(Core *c, Py_ssize_t s, Py_ssize_t b, double now, Sink *k)
 {
     int exponent = 0, has = 0;
     if (c->is_float) {
@@ -356,20 +430,20 @@ static int dense_send_block(Core *c, Py_ssize_t s, Py_ssize_t b, double now, PyO
     } else {
         has = payload_of(c, s, b, 0);
     }
-    return send_use(c, s, now, acts, (uint32_t)b, exponent, 0, has, 0);
+    return send_use(c, s, now, k, (uint32_t)b, exponent, 0, has, 0);
 }
 
-static int start_slots(Core *c, double now, PyObject *acts)
+static int start_slots(Core *c, double now, Sink *k)
 {
     for (Py_ssize_t s = 0; s < c->active; s++) {
         int rc;
         if (c->sparse)
-            rc = send_use(c, s, now, acts, (uint32_t)s, c->class_own[s],
+            rc = send_use(c, s, now, k, (uint32_t)s, c->class_own[s],
                           (uint32_t)c->first_nz[s], 0, 1);
         else if (c->is_float)
-            rc = send_use(c, s, now, acts, (uint32_t)s, c->own[s], 0, 0, 1);
+            rc = send_use(c, s, now, k, (uint32_t)s, c->own[s], 0, 0, 1);
         else
-            rc = dense_send_block(c, s, s, now, acts);
+            rc = dense_send_block(c, s, s, now, k);
         if (rc < 0)
             return -1;
     }
@@ -385,14 +459,14 @@ static void store(Core *c, Py_ssize_t b, int flags, const uint8_t *data)
         row[i] = (int32_t)get32(data + HEADER_BYTES + 4 * i);
 }
 
-/* Returns -1 on a Python error, 1 with *msg set on a protocol error, else 0. */
+/* Returns -1 on an error, 1 on a protocol error (c->perr_* say which), else 0. */
 static int on_result(Core *c, Py_ssize_t s, int flags, int exponent, uint32_t nxt,
-                     const uint8_t *data, double now, PyObject *acts, PyObject **msg)
+                     const uint8_t *data, double now, Sink *k)
 {
     if (!c->sparse) {
         if (c->priming[s]) {
             c->agreed[s] = (uint8_t)exponent;
-            return dense_send_block(c, s, s, now, acts);
+            return dense_send_block(c, s, s, now, k);
         }
         Py_ssize_t b = c->block_[s];
         store(c, b, flags, data);
@@ -401,16 +475,16 @@ static int on_result(Core *c, Py_ssize_t s, int flags, int exponent, uint32_t nx
             if (nb < c->nblocks) {
                 c->agreed[nb] = (uint8_t)exponent;
             } else if (exponent != 0) {
-                *msg = PyUnicode_FromFormat(
-                    "the result of block %zd, the last of slot %zd, carries exponent %d for "
-                    "block %zd: the workers disagree on the tensor's size (%zd blocks here)",
-                    b, s, exponent, nb, c->nblocks);
-                return *msg ? 1 : -1;
+                c->perr_kind = 1;
+                c->perr_slot = s;
+                c->perr_block = b;
+                c->perr_value = exponent;
+                return 1;
             }
         }
         if (nb < c->nblocks)
-            return dense_send_block(c, s, nb, now, acts);
-        return slot_done(c, s, acts);
+            return dense_send_block(c, s, nb, now, k);
+        return slot_done(c, s, k);
     }
     int64_t low;
     if (c->priming[s]) {
@@ -422,73 +496,38 @@ static int on_result(Core *c, Py_ssize_t s, int flags, int exponent, uint32_t nx
         low = (int64_t)m + 1;
     }
     if (nxt == NEXT_END)
-        return slot_done(c, s, acts);
+        return slot_done(c, s, k);
     if ((int64_t)nxt < low || (int64_t)nxt >= c->nblocks || (Py_ssize_t)(nxt % c->nslots) != s) {
-        *msg = PyUnicode_FromFormat(
-            "the result for slot %zd names next block %lu, which is not a later block of "
-            "the slot's class among %zd blocks: the workers disagree on the tensor's size "
-            "or data layout",
-            s, (unsigned long)nxt, c->nblocks);
-        return *msg ? 1 : -1;
+        c->perr_kind = 2;
+        c->perr_slot = s;
+        c->perr_value = nxt;
+        return 1;
     }
     int exp = c->agreed[s];
     int has = payload_of(c, s, nxt, exp);
-    return send_use(c, s, now, acts, nxt, exp, (uint32_t)c->after[nxt], has, 0);
+    return send_use(c, s, now, k, nxt, exp, (uint32_t)c->after[nxt], has, 0);
 }
 
-/* ------------------------------------------------------------------ events */
+/* ------------------------------------------------------------------ events, in C */
 
-static PyObject *describe(Core *c, Py_ssize_t s)
+static int ev_start(Core *c, double now, Sink *k)
 {
-    return Py_BuildValue("(nnkOLd)", s, (Py_ssize_t)c->set_[s], (unsigned long)c->block_[s],
-                         c->priming[s] ? Py_True : Py_False, c->attempts[s], c->first[s]);
-}
-
-static PyObject *Core_start(Core *c, PyObject *arg)
-{
-    double now = PyFloat_AsDouble(arg);
-    if (now == -1.0 && PyErr_Occurred())
-        return NULL;
-    if (c->state != ST_NEW) {
-        PyErr_SetString(PyExc_RuntimeError, "the call already started");
-        return NULL;
-    }
     c->state = ST_RUNNING;
-    PyObject *acts = PyList_New(0);
-    if (!acts)
-        return NULL;
-    if (c->active == 0) {
-        if (finish(c, acts) < 0)
-            goto fail;
-        return acts;
-    }
-    if (start_slots(c, now, acts) < 0 || close_acts(c, acts) < 0)
-        goto fail;
-    return acts;
-fail:
-    Py_DECREF(acts);
-    return NULL;
+    if (c->active == 0)
+        return finish(c, k);
+    if (start_slots(c, now, k) < 0)
+        return -1;
+    return close_acts(c, k);
 }
 
-static PyObject *Core_on_packet(Core *c, PyObject *args)
+static int ev_packet(Core *c, const uint8_t *d, Py_ssize_t len, double now, Sink *k)
 {
-    Py_buffer view;
-    double now;
-    if (!PyArg_ParseTuple(args, "y*d", &view, &now))
-        return NULL;
-    PyObject *acts = PyList_New(0);
-    if (!acts) {
-        PyBuffer_Release(&view);
-        return NULL;
-    }
-    const uint8_t *d = view.buf;
-    Py_ssize_t len = view.len;
     long long *st = c->stats;
     st[S_PACKETS_RECEIVED] += 1;
     st[S_BYTES_RECEIVED] += len;
     if (len < HEADER_BYTES) {
         st[S_MALFORMED] += 1;
-        goto out;
+        return 0;
     }
     int msg_type = d[0] >> 4, flags = d[0] & 0xF;
     int job = (d[2] << 8) | d[3];
@@ -506,155 +545,415 @@ static PyObject *Core_on_packet(Core *c, PyObject *args)
     }
     if (bad) {
         st[S_MALFORMED] += 1;
-        goto out;
+        return 0;
     }
     if (msg_type != c->msg_type || job != c->job_id) {
         st[S_FOREIGN] += 1;
-        goto out;
+        return 0;
     }
     if (pid != c->call_id) {
         st[S_STALE] += 1;
-        goto out;
+        return 0;
     }
     if (c->state != ST_RUNNING) {
         st[S_LATE] += 1;
-        goto out;
+        return 0;
     }
     if (s >= c->active || c->pkt_len[s] == 0 || set != c->set_[s] || block != c->block_[s]) {
         st[S_DUPLICATES] += 1;
-        goto out;
+        return 0;
     }
     st[S_RESULTS] += 1;
     if (flags & FLAG_RETRANSMIT)
         st[S_UNICAST_RESULTS] += 1;
-    PyObject *msg = NULL;
-    int rc = on_result(c, s, flags, exponent, nxt, d, now, acts, &msg);
+    int rc = on_result(c, s, flags, exponent, nxt, d, now, k);
     if (rc < 0)
-        goto fail;
+        return -1;
     if (rc > 0) {
         c->state = ST_BROKEN;
-        if (stop(c, acts) < 0 || append_steal(acts, Py_BuildValue("(sN)", "protocol", msg)) < 0)
-            goto fail;
-        goto out;
+        if (stop(c, k) < 0)
+            return -1;
+        k->ended = END_PROTOCOL;
+        return 0;
     }
-    if (close_acts(c, acts) < 0)
-        goto fail;
-out:
-    PyBuffer_Release(&view);
-    return acts;
-fail:
-    PyBuffer_Release(&view);
-    Py_DECREF(acts);
-    return NULL;
+    return close_acts(c, k);
 }
 
-static PyObject *Core_on_timer(Core *c, PyObject *arg)
+static int stuck_now(const Core *c, Py_ssize_t s, double now)
 {
-    double now = PyFloat_AsDouble(arg);
-    if (now == -1.0 && PyErr_Occurred())
-        return NULL;
-    PyObject *acts = PyList_New(0);
-    if (!acts || c->state != ST_RUNNING)
-        return acts;
-    Py_ssize_t *due = PyMem_Malloc((size_t)(c->heap_len + 1) * sizeof *due);
-    if (!due) {
-        Py_DECREF(acts);
-        return PyErr_NoMemory();
-    }
+    return now - c->first[s] >= c->give_up ||
+           (c->max_attempts >= 0 && c->attempts[s] >= c->max_attempts);
+}
+
+static int ev_timer(Core *c, double now, Sink *k)
+{
+    if (c->state != ST_RUNNING)
+        return 0;
     Py_ssize_t ndue = 0, nstuck = 0;
     while (c->heap_len && c->heap[0].deadline <= now) {
         TimerEntry t = heap_pop(c);
         if (t.version == c->version[t.slot] && c->pkt_len[t.slot])
-            due[ndue++] = t.slot;
+            c->due[ndue++] = t.slot;  /* one valid entry per slot: ndue <= active */
     }
-    for (Py_ssize_t i = 0; i < ndue; i++) {
-        Py_ssize_t s = due[i];
-        if (now - c->first[s] >= c->give_up ||
-            (c->max_attempts >= 0 && c->attempts[s] >= c->max_attempts))
-            nstuck++;
-    }
+    for (Py_ssize_t i = 0; i < ndue; i++)
+        nstuck += stuck_now(c, c->due[i], now);
     if (nstuck) {
-        /* Call._fail: stuck slots in slot order, and every slot still waiting */
+        /* Call._fail: the stuck slots are marked for the error the caller builds */
         c->state = ST_FAILED;
-        PyObject *stuck = PyList_New(0), *flight = PyList_New(0);
-        if (!stuck || !flight)
-            goto fail_lists;
-        for (Py_ssize_t s = 0; s < c->active; s++) {
-            int is_stuck = 0;
-            for (Py_ssize_t i = 0; i < ndue; i++) {
-                Py_ssize_t t = due[i];
-                if (t == s && (now - c->first[t] >= c->give_up ||
-                               (c->max_attempts >= 0 && c->attempts[t] >= c->max_attempts)))
-                    is_stuck = 1;
-            }
-            if (is_stuck && append_steal(stuck, describe(c, s)) < 0)
-                goto fail_lists;
-            if (c->pkt_len[s] && append_steal(flight, describe(c, s)) < 0)
-                goto fail_lists;
-        }
-        PyMem_Free(due);
-        if (stop(c, acts) < 0 ||
-            append_steal(acts, Py_BuildValue("(sNN)", "timeout", stuck, flight)) < 0) {
-            Py_DECREF(acts);
-            return NULL;
-        }
-        return acts;
-    fail_lists:
-        Py_XDECREF(stuck);
-        Py_XDECREF(flight);
-        PyMem_Free(due);
-        Py_DECREF(acts);
-        return NULL;
+        memset(c->stuck, 0, (size_t)(c->active ? c->active : 1));
+        for (Py_ssize_t i = 0; i < ndue; i++)
+            if (stuck_now(c, c->due[i], now))
+                c->stuck[c->due[i]] = 1;
+        if (stop(c, k) < 0)
+            return -1;
+        k->ended = END_TIMEOUT;
+        return 0;
     }
     for (Py_ssize_t i = 0; i < ndue; i++) {
-        Py_ssize_t s = due[i];
+        Py_ssize_t s = c->due[i];
         c->attempts[s] += 1;
         double t = c->timeout[s] * c->multiplier;
         c->timeout[s] = t < c->max_timeout ? t : c->max_timeout; /* min(t, max) */
-        if (arm(c, s, now) < 0 || emit(c, s, 1, acts) < 0) {
-            PyMem_Free(due);
-            Py_DECREF(acts);
-            return NULL;
-        }
+        if (arm(c, s, now, k) < 0 || emit(c, s, 1, k) < 0)
+            return -1;
     }
-    PyMem_Free(due);
-    if (close_acts(c, acts) < 0) {
-        Py_DECREF(acts);
-        return NULL;
-    }
-    return acts;
+    return close_acts(c, k);
 }
 
-static PyObject *Core_resume(Core *c, PyObject *arg)
+static int ev_resume(Core *c, double now, Sink *k)
 {
-    double now = PyFloat_AsDouble(arg);
-    if (now == -1.0 && PyErr_Occurred())
-        return NULL;
-    if (c->state != ST_FAILED) {
-        PyErr_SetString(PyExc_RuntimeError, "only a failed call resumes");
-        return NULL;
-    }
     c->state = ST_RUNNING;
-    PyObject *acts = PyList_New(0);
-    if (!acts)
-        return NULL;
     for (Py_ssize_t s = 0; s < c->active; s++) {
         if (!c->pkt_len[s])
             continue;
         c->attempts[s] += 1;
         c->first[s] = now;
         c->timeout[s] = c->initial;
-        if (arm(c, s, now) < 0 || emit(c, s, 1, acts) < 0) {
-            Py_DECREF(acts);
+        if (arm(c, s, now, k) < 0 || emit(c, s, 1, k) < 0)
+            return -1;
+    }
+    c->has_last = 0;
+    return close_acts(c, k);
+}
+
+/* ------------------------------------------------------------------ to Python */
+
+static PyObject *describe(Core *c, Py_ssize_t s)
+{
+    return Py_BuildValue("(nnkOLd)", s, (Py_ssize_t)c->set_[s], (unsigned long)c->block_[s],
+                         c->priming[s] ? Py_True : Py_False, c->attempts[s], c->first[s]);
+}
+
+/* The action that ends the call, once the GIL is held: ("timeout", stuck, in_flight) or
+   ("protocol", message). */
+static PyObject *end_action(Core *c, int ended)
+{
+    if (ended == END_DONE)
+        return Py_BuildValue("(s)", "done");
+    if (ended == END_PROTOCOL) {
+        PyObject *msg;
+        if (c->perr_kind == 1) {
+            Py_ssize_t b = c->perr_block;
+            msg = PyUnicode_FromFormat(
+                "the result of block %zd, the last of slot %zd, carries exponent %d for "
+                "block %zd: the workers disagree on the tensor's size (%zd blocks here)",
+                b, c->perr_slot, (int)c->perr_value, b + c->nslots, c->nblocks);
+        } else {
+            msg = PyUnicode_FromFormat(
+                "the result for slot %zd names next block %lu, which is not a later block of "
+                "the slot's class among %zd blocks: the workers disagree on the tensor's size "
+                "or data layout",
+                c->perr_slot, (unsigned long)c->perr_value, c->nblocks);
+        }
+        if (!msg)
+            return NULL;
+        return Py_BuildValue("(sN)", "protocol", msg);
+    }
+    PyObject *stuck = PyList_New(0), *flight = PyList_New(0);
+    if (!stuck || !flight)
+        goto fail;
+    for (Py_ssize_t s = 0; s < c->active; s++) {
+        if (c->stuck[s] && append_steal(stuck, describe(c, s)) < 0)
+            goto fail;
+        if (c->pkt_len[s] && append_steal(flight, describe(c, s)) < 0)
+            goto fail;
+    }
+    return Py_BuildValue("(sNN)", "timeout", stuck, flight);
+fail:
+    Py_XDECREF(stuck);
+    Py_XDECREF(flight);
+    return NULL;
+}
+
+/* Run one event from Python: its actions as tuples. */
+static PyObject *python_event(Core *c, int rc, Sink *k)
+{
+    if (rc < 0) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        Py_DECREF(k->list);
+        return NULL;
+    }
+    if (k->ended == END_TIMEOUT || k->ended == END_PROTOCOL) {
+        if (append_steal(k->list, end_action(c, k->ended)) < 0) {
+            Py_DECREF(k->list);
             return NULL;
         }
     }
-    c->has_last = 0;
-    if (close_acts(c, acts) < 0) {
-        Py_DECREF(acts);
+    return k->list;
+}
+
+static int parse_now(PyObject *arg, double *now)
+{
+    *now = PyFloat_AsDouble(arg);
+    return (*now == -1.0 && PyErr_Occurred()) ? -1 : 0;
+}
+
+static PyObject *Core_start(Core *c, PyObject *arg)
+{
+    double now;
+    if (parse_now(arg, &now) < 0)
+        return NULL;
+    if (c->state != ST_NEW) {
+        PyErr_SetString(PyExc_RuntimeError, "the call already started");
         return NULL;
     }
-    return acts;
+    Sink k = {PyList_New(0), 0, 0};
+    if (!k.list)
+        return NULL;
+    return python_event(c, ev_start(c, now, &k), &k);
+}
+
+static PyObject *Core_on_packet(Core *c, PyObject *args)
+{
+    Py_buffer view;
+    double now;
+    if (!PyArg_ParseTuple(args, "y*d", &view, &now))
+        return NULL;
+    Sink k = {PyList_New(0), 0, 0};
+    if (!k.list) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    int rc = ev_packet(c, view.buf, view.len, now, &k);
+    PyBuffer_Release(&view);
+    return python_event(c, rc, &k);
+}
+
+static PyObject *Core_on_timer(Core *c, PyObject *arg)
+{
+    double now;
+    if (parse_now(arg, &now) < 0)
+        return NULL;
+    Sink k = {PyList_New(0), 0, 0};
+    if (!k.list)
+        return NULL;
+    return python_event(c, ev_timer(c, now, &k), &k);
+}
+
+static PyObject *Core_resume(Core *c, PyObject *arg)
+{
+    double now;
+    if (parse_now(arg, &now) < 0)
+        return NULL;
+    if (c->state != ST_FAILED) {
+        PyErr_SetString(PyExc_RuntimeError, "only a failed call resumes");
+        return NULL;
+    }
+    Sink k = {PyList_New(0), 0, 0};
+    if (!k.list)
+        return NULL;
+    return python_event(c, ev_resume(c, now, &k), &k);
+}
+
+/* ------------------------------------------------------------------ the native driver */
+
+#define BATCH 64
+
+static double mono(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t); /* time.monotonic()'s clock */
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+typedef struct {
+    long long sent, bytes_sent, received, bytes_received, queued, dropped;
+    int err_codes[8];
+    long long err_counts[8];
+} IoCounters;
+
+static void count_error(IoCounters *io, int code)
+{
+    for (int i = 0; i < 8; i++) {
+        if (io->err_counts[i] == 0 || io->err_codes[i] == code) {
+            io->err_codes[i] = code;
+            io->err_counts[i] += 1;
+            return;
+        }
+    }
+    io->err_counts[7] += 1; /* more than 8 kinds of error: lumped with the last */
+}
+
+/* Send the queue in order with sendmmsg, as UdpTransport does: a full buffer (EAGAIN,
+   ENOBUFS) leaves the rest queued, in order, for when the socket is writable; an ICMP
+   refusal reported on this send is counted and the send retried once; any other error
+   is counted and the packet dropped (the timer resends it). Returns whether packets
+   are still queued. */
+static int flush_queue(Core *c, int fd, IoCounters *io)
+{
+    struct mmsghdr msgs[BATCH];
+    struct iovec iov[BATCH];
+    int refused_retry = 0;
+    while (c->q_head < c->q_len) {
+        int m = (int)(c->q_len - c->q_head < BATCH ? c->q_len - c->q_head : BATCH);
+        for (int i = 0; i < m; i++) {
+            Py_ssize_t j = c->q_head + i;
+            iov[i].iov_base = c->q_buf + j * c->pkt_cap;
+            iov[i].iov_len = (size_t)c->q_lens[j];
+            memset(&msgs[i].msg_hdr, 0, sizeof msgs[i].msg_hdr);
+            msgs[i].msg_hdr.msg_iov = &iov[i];
+            msgs[i].msg_hdr.msg_iovlen = 1;
+        }
+        int r = sendmmsg(fd, msgs, (unsigned)m, MSG_DONTWAIT);
+        if (r > 0) {
+            for (int i = 0; i < r; i++) {
+                io->sent += 1;
+                io->bytes_sent += c->q_lens[c->q_head + i];
+            }
+            c->q_head += r;
+            refused_retry = 0;
+            continue;
+        }
+        int e = r < 0 ? errno : EAGAIN;
+        if (e == EINTR)
+            continue;
+        if (e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS) {
+            if (!c->q_waiting) {
+                io->queued += c->q_len - c->q_head;
+                c->q_waiting = 1;
+            }
+            return 1;
+        }
+        count_error(io, e);
+        if (e == ECONNREFUSED && !refused_retry) {
+            refused_retry = 1; /* the error was an earlier datagram's: this one retries */
+            continue;
+        }
+        refused_retry = 0;
+        io->dropped += 1;
+        c->q_head += 1;
+    }
+    c->q_head = c->q_len = 0;
+    c->q_waiting = 0;
+    return 0;
+}
+
+/* Core.run(fd, mode, budget) -> (ended, end_action or None, io counters). mode 0: start,
+   1: resume, 2: go on. Runs the call with the GIL released for at most `budget` seconds
+   (then returns ended False, the call still running: the caller looks at its cancel flag
+   and calls again with mode 2). */
+static PyObject *Core_run(Core *c, PyObject *args)
+{
+    int fd, mode;
+    double budget;
+    if (!PyArg_ParseTuple(args, "iid", &fd, &mode, &budget))
+        return NULL;
+    if ((mode == 0 && c->state != ST_NEW) || (mode == 1 && c->state != ST_FAILED) ||
+        (mode == 2 && c->state != ST_RUNNING) || mode < 0 || mode > 2) {
+        PyErr_SetString(PyExc_RuntimeError, "Core.run: the call is not in that state");
+        return NULL;
+    }
+    const Py_ssize_t cap = c->pkt_cap + 1; /* a longer datagram comes back truncated */
+    uint8_t *rbuf = PyMem_RawMalloc((size_t)(BATCH * cap));
+    if (!rbuf)
+        return PyErr_NoMemory();
+    IoCounters io;
+    memset(&io, 0, sizeof io);
+    Sink k = {NULL, 0, 0};
+    int rc = 0, os_error = 0;
+    Py_BEGIN_ALLOW_THREADS
+    double now = mono(), until = now + budget;
+    if (mode == 0)
+        rc = ev_start(c, now, &k);
+    else if (mode == 1)
+        rc = ev_resume(c, now, &k);
+    struct mmsghdr msgs[BATCH];
+    struct iovec iov[BATCH];
+    while (rc == 0 && !k.ended) {
+        int waiting = flush_queue(c, fd, &io);
+        now = mono();
+        if (now >= until)
+            break;
+        double wait = until - now;
+        if (c->has_last && c->last_deadline - now < wait)
+            wait = c->last_deadline - now;
+        struct pollfd p = {fd, (short)(POLLIN | (waiting ? POLLOUT : 0)), 0};
+        int ms = wait <= 0 ? 0 : (int)ceil(wait * 1000.0);
+        int pr = poll(&p, 1, ms);
+        if (pr < 0 && errno != EINTR) {
+            os_error = errno;
+            break;
+        }
+        if (pr > 0 && (p.revents & POLLIN)) {
+            for (int i = 0; i < BATCH; i++) {
+                iov[i].iov_base = rbuf + i * cap;
+                iov[i].iov_len = (size_t)cap;
+                memset(&msgs[i].msg_hdr, 0, sizeof msgs[i].msg_hdr);
+                msgs[i].msg_hdr.msg_iov = &iov[i];
+                msgs[i].msg_hdr.msg_iovlen = 1;
+            }
+            int r = recvmmsg(fd, msgs, BATCH, MSG_DONTWAIT, NULL);
+            if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+                count_error(&io, errno); /* e.g. ECONNREFUSED from an ICMP error */
+            if (r > 0) {
+                now = mono();
+                for (int i = 0; i < r && rc == 0 && !k.ended; i++) {
+                    Py_ssize_t len = msgs[i].msg_len;
+                    io.received += 1;
+                    io.bytes_received += len;
+                    rc = ev_packet(c, rbuf + i * cap, len, now, &k);
+                }
+            }
+        }
+        if (rc == 0 && !k.ended && c->has_last) {
+            now = mono();
+            if (now >= c->last_deadline)
+                rc = ev_timer(c, now, &k);
+        }
+    }
+    if (rc == 0)
+        flush_queue(c, fd, &io); /* best effort, as the Python runner */
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(rbuf);
+    if (rc < 0)
+        return PyErr_NoMemory();
+    if (os_error) {
+        errno = os_error;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    PyObject *end = Py_None;
+    Py_INCREF(end);
+    if (k.ended) {
+        Py_DECREF(end);
+        end = end_action(c, k.ended);
+        if (!end)
+            return NULL;
+    }
+    PyObject *errs = PyList_New(0);
+    if (!errs) {
+        Py_DECREF(end);
+        return NULL;
+    }
+    for (int i = 0; i < 8 && io.err_counts[i]; i++)
+        if (append_steal(errs, Py_BuildValue("(iL)", io.err_codes[i], io.err_counts[i])) < 0) {
+            Py_DECREF(errs);
+            Py_DECREF(end);
+            return NULL;
+        }
+    return Py_BuildValue("(ON(LLLLLLN))", k.ended ? Py_True : Py_False, end, io.sent,
+                         io.bytes_sent, io.received, io.bytes_received, io.queued, io.dropped,
+                         errs);
 }
 
 static PyObject *Core_next_deadline(Core *c, PyObject *Py_UNUSED(ignored))
@@ -815,8 +1114,10 @@ static int Core_init(Core *c, PyObject *args, PyObject *kw)
     c->first = PyMem_Calloc((size_t)na, sizeof *c->first);
     c->timeout = PyMem_Calloc((size_t)na, sizeof *c->timeout);
     c->version = PyMem_Calloc((size_t)na, sizeof *c->version);
+    c->stuck = PyMem_Calloc((size_t)na, 1);
+    c->due = PyMem_Calloc((size_t)na, sizeof *c->due);
     if (!c->pkt || !c->pkt_len || !c->set_ || !c->priming || !c->block_ || !c->attempts ||
-        !c->first || !c->timeout || !c->version) {
+        !c->first || !c->timeout || !c->version || !c->stuck || !c->due) {
         PyErr_NoMemory();
         return -1;
     }
@@ -836,7 +1137,11 @@ static void Core_dealloc(Core *c)
     PyMem_Free(c->first);
     PyMem_Free(c->timeout);
     PyMem_Free(c->version);
-    PyMem_Free(c->heap);
+    PyMem_Free(c->stuck);
+    PyMem_Free(c->due);
+    PyMem_RawFree(c->heap);
+    PyMem_RawFree(c->q_buf);
+    PyMem_RawFree(c->q_lens);
     Py_TYPE(c)->tp_free((PyObject *)c);
 }
 
@@ -848,6 +1153,8 @@ static PyMethodDef Core_methods[] = {
     {"next_deadline", (PyCFunction)Core_next_deadline, METH_NOARGS, "the next deadline or None"},
     {"outstanding", (PyCFunction)Core_outstanding, METH_NOARGS, "slot descriptions"},
     {"stats", (PyCFunction)Core_stats, METH_NOARGS, "the counters, in CallStats order"},
+    {"run", (PyCFunction)Core_run, METH_VARARGS,
+     "run(fd, mode, budget) -> (ended, end action or None, io counters): the native driver"},
     {NULL, NULL, 0, NULL},
 };
 

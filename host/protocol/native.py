@@ -17,6 +17,7 @@ session falls back to the Python core with a one-line warning.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import numpy as np
@@ -154,6 +155,25 @@ class _Native:
             return []
         return [_slot(d, now) for d in self._core.outstanding()]
 
+    # ------------------------------------------------------------ the native driver
+
+    def run_native(self, fd: int, mode: int, budget: float) -> tuple[Action | None, Any]:
+        """Run the call on socket ``fd`` in C with the GIL released, for at most ``budget``
+        seconds: mode 0 starts it, 1 resumes it, 2 goes on. Returns the ending action
+        (``Done`` / ``Failed``, None while it runs) and the socket's counters (sent,
+        bytes_sent, received, bytes_received, queued, dropped, [(errno, count)])."""
+        core = self._the_core()
+        c: Any = self
+        if mode == 0 and c.state != "new":
+            raise RuntimeError(f"call {c.call_id} already started ({c.state})")
+        if mode == 1:
+            if c.state != "failed":
+                raise RuntimeError(f"call {c.call_id} is {c.state}: only a failed call resumes")
+            c.error = None
+        ended, end, io = core.run(fd, mode, budget)
+        acts = self._actions([end] if ended else [], time.monotonic())
+        return (acts[-1] if acts else None), io
+
     # ------------------------------------------------------------ internals
 
     def _actions(self, raw: list[tuple], now: float) -> list[Action]:
@@ -205,6 +225,9 @@ def _slot(d: tuple, now: float) -> StuckSlot:
         attempts=attempts,
         waiting=max(0.0, now - first),
     )
+
+
+Native = _Native  # what the runner looks for
 
 
 class NativeDenseCall(_Native, DenseCall):

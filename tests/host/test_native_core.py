@@ -263,6 +263,21 @@ _ASAN_SCRIPT = textwrap.dedent(
                loss=0.2, dup=0.1, garble=0.2, seed=5)
     t.twin_job(n=3, k=8, slots=3, msg_type=2, dtype=t.np.int32, sizes=[200, 9], density=0.3,
                loss=0.2, dup=0.1, garble=0.2, seed=6)
+    # the native driver (recvmmsg/sendmmsg, the GIL released) against a lossy reflector
+    sys.path.insert(0, sys.argv[4])
+    from reflector import Reflector
+    from p4reduce.host import UdpTransport, run_call
+    from p4reduce.host.protocol import Done, RetryPolicy, Session
+    r = Reflector(drop_every=5).start()
+    retry = RetryPolicy(initial_timeout=0.01, max_timeout=0.05, give_up_after=30)
+    for msg_type in (1, 2):
+        ses = Session(rank=0, n=1, job_id=9, slots=8, msg_type=msg_type, retry=retry,
+                      engine="native")
+        x = t.np.arange(30_000, dtype=t.np.int32)
+        with UdpTransport(r.address) as tr:
+            end = run_call(ses.allreduce(x), tr)
+        assert isinstance(end, Done) and t.np.array_equal(end.result, x)
+    r.stop()
     print("sanitized run ok")
     """
 )
@@ -299,8 +314,9 @@ def test_under_address_and_undefined_behaviour_sanitizers(tmp_path: Path) -> Non
         "PYTHONMALLOC": "malloc",
     }
     here = str(Path(__file__).parent)
+    e2e = str(Path(__file__).parents[1] / "host_e2e")
     done = subprocess.run(
-        [sys.executable, "-c", _ASAN_SCRIPT, str(so), here, str(ROOT)],
+        [sys.executable, "-c", _ASAN_SCRIPT, str(so), here, str(ROOT), e2e],
         env=env, capture_output=True, text=True, timeout=500,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
