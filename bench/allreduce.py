@@ -9,7 +9,12 @@ Printed, and written to ``--out`` as one CSV and one PNG per figure:
 - ``quantize``: block_exponents, quantize and dequantize (into a second array and in place)
   throughput next to ``np.copyto`` of the same array;
 - ``pps``: packets per second per worker, for every run above, next to a plain Python UDP
-  echo process driven the same way (same datagram size, same window).
+  echo process driven the same way (same datagram size, same window);
+- ``host`` (bench/engines.py): one worker against a reflector process, the native and the
+  Python protocol engine: packets/s and CPU per packet;
+- ``engines`` (bench/engines.py, not in the default set: minutes): time and worker CPU per
+  all-reduce for each K, worker count and size, native and Python engine, next to gloo
+  measured in the same run.
 
 Same-run baselines, so the ratios compare across machines: the UDP echo (goodput and
 packets/s of a Python process that only bounces datagrams), and ``np.copyto`` for the
@@ -43,6 +48,9 @@ import numpy as np
 from p4reduce.host import quantize as Q
 from p4reduce.testbed.local import LocalStack, Proc
 from p4reduce.testbed.worker import run_plan
+
+sys.path.insert(0, str(Path(__file__).parent))
+import engines  # noqa: E402 - bench/engines.py, next to this file
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -382,7 +390,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runner", choices=("processes", "threads"), default="processes")
     ap.add_argument("--timeout", type=float, default=300.0, help="per plan item (300 s)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out", help="bench/out")
-    ap.add_argument("--only", default="sizes,workers,density,quantize",
+    ap.add_argument("--host-elements", type=int, default=1_000_000,
+                    help="host figure: float32 elements per call (1000000)")  # fmt: skip
+    ap.add_argument("--engine-ks", type=ints, default=[64, 256], help="engines figure: K (64,256)")
+    ap.add_argument("--engine-workers", type=ints, default=[2, 4],
+                    help="engines figure: worker counts (2,4)")  # fmt: skip
+    ap.add_argument("--engine-sizes", type=ints, default=[1_000_000, 16_000_000],
+                    help="engines figure: float32 elements (1000000,16000000)")  # fmt: skip
+    ap.add_argument("--only", default="sizes,workers,density,quantize,host",
                     help="figures to run, comma-separated")  # fmt: skip
     ap.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -391,7 +406,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.set_defaults(
             sizes=[1_000, 10_000], size_for_workers=5_000, worker_counts=[1, 2],
             density_elements=20_000, densities=[0.05, 1.0],
-            repeat=1, quant_elements=1 << 18, echo_packets=2_000,
+            repeat=1, quant_elements=1 << 18, echo_packets=2_000, host_elements=100_000,
+            engine_ks=[64], engine_workers=[2], engine_sizes=[100_000],
         )  # fmt: skip
         args = ap.parse_args(argv)
     only = set(args.only.split(","))
@@ -402,6 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     log(f"UDP echo baseline: {echo['pps']:,.0f} packets/s, {echo['goodput_gbps']:.3f} Gb/s")
     fig: dict[str, list[dict[str, Any]]] = {
         "sizes": [], "workers": [], "density": [], "quantize": [], "pps": [],
+        "host": [], "engines": [],
     }  # fmt: skip
 
     def add_pps(figure: str, row: dict[str, Any], label: str) -> None:
@@ -476,6 +493,14 @@ def main(argv: list[str] | None = None) -> int:
     if "quantize" in only:
         fig["quantize"] = quantize_rows(args.quant_elements, args.k, 5 if args.quick else 15)
 
+    if "host" in only:
+        fig["host"] = engines.host_rows(args.host_elements, [args.k], args.slots,
+                                        1 if args.quick else 3)  # fmt: skip
+    if "engines" in only:
+        fig["engines"] = engines.engine_rows(
+            args.engine_ks, args.engine_workers, args.engine_sizes, args.slots, args.repeat, log
+        )
+
     for name, rows in fig.items():
         write_csv(args.out / f"{name}.csv", rows)
     write_csv(
@@ -515,6 +540,10 @@ def main(argv: list[str] | None = None) -> int:
         for r in fig["quantize"]:
             print(f"  n={r['n']} {r['what']:<40} {r['seconds'] * 1e3:8.2f} ms "
                   f"{r['gbytes_per_s']:7.2f} GB/s  ratio to np.copyto {r['ratio_to_copyto']:.2f}")  # fmt: skip
+    if fig["host"]:
+        engines.print_host(fig["host"])
+    if fig["engines"]:
+        engines.print_engines(fig["engines"])
     print(f"\nwrote {len(pngs)} plots and CSVs to {args.out} ({total:.0f} s)")
     return 0
 
