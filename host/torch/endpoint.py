@@ -139,7 +139,7 @@ def connect(rdv: Rendezvous, options: P4ReduceOptions, job_id: int, what: str) -
                 slots=options.slots,
                 timeout=options.timeout,
                 retry=options.retry,
-                auto_recover=False,  # recovery.py recovers, at an agreed collective
+                auto_recover=True,  # recovery.py recovers first, at an agreed collective
                 engine=options.engine,
             )
         except RegistrationError as err:

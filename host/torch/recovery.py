@@ -17,8 +17,9 @@ rank, so each gets a sequence number, and the recovery uses it:
    go on from the largest: collectives below it fail on the ranks that reach them
    (``P4ReduceError`` "skipped"), so every rank resumes at the same collective.
 
-The sessions run with ``auto_recover=False``: only this step recovers, so no call can
-recover on its own without the agreement.
+The step runs before every collective's calls, so when a call failed, the next
+collective's step recovers before any call of it could (the session's own
+``auto_recover`` stays on as a fallback for uses where the ranks' sequences differ).
 """
 
 from __future__ import annotations
