@@ -69,6 +69,16 @@ def test_fp16_and_bf16_hooks_on_a_p4reduce_group(tmp_path: Path) -> None:
             assert rank[name]["max_diff"] <= tol, (name, rank)
 
 
+@pytest.mark.timeout(300)
+def test_topk_hook_on_a_p4reduce_group_and_on_gloo_with_its_own_job(tmp_path: Path) -> None:
+    """At ratio 1 the top-k hook sends everything: DDP on the p4reduce group (its job)
+    and on gloo (a job of the hook's own) agree within the switch's quantization."""
+    res = run(["topk-full"], 2, tmp_path, timeout=240)
+    for rank in res:
+        assert rank["topk-full"]["switch_calls"] == 6, rank  # one bucket, one call per step
+        assert rank["topk-full"]["max_diff"] < 1e-5, rank
+
+
 @pytest.mark.skip(
     reason="issue 20: PowerSGD on a p4reduce group hangs (its futures complete on the "
     "session's worker thread, where PowerSGD's callbacks issue and wait for the next "

@@ -16,13 +16,16 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
+from p4reduce.host.compress import TopKConfig
 from p4reduce.host.torch import P4ReduceOptions, stats
+from p4reduce.host.torch.compress import TopKHookState, topk_hook
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks as dh
 from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as ps
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 RANK, N = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 STEPS = 6
+STATES: list[TopKHookState] = []
 
 
 def register(ddp: DDP, name: str, pg: dist.ProcessGroup) -> None:
@@ -42,6 +45,16 @@ def register(ddp: DDP, name: str, pg: dist.ProcessGroup) -> None:
             process_group=pg, matrix_approximation_rank=2, start_powerSGD_iter=2, random_seed=7
         )
         ddp.register_comm_hook(state, ps.powerSGD_hook)
+    elif name == "topk-full":
+        # p4reduce's own hook at ratio 1 (everything sent): on the p4reduce group through
+        # that group's job; on gloo through a switch job of its own (sparse program).
+        cfg = TopKConfig(ratio=1.0, warmup_steps=0, mode="dense")
+        if pg is dist.group.WORLD:
+            state = TopKHookState.create(cfg)
+        else:
+            state = TopKHookState.create(cfg, pg, P4ReduceOptions(program="sparse", timeout=60))
+        STATES.append(state)
+        ddp.register_comm_hook(state, topk_hook)
     else:
         raise SystemExit(f"unknown hook {name}")
 
@@ -79,6 +92,9 @@ def main() -> None:
             mine = train(name, dist.group.WORLD)
             calls = stats(reset=True).calls
             ref = train(name, gloo)
+            for st in STATES:
+                st.close()
+            STATES.clear()
             out[name] = {"max_diff": float((mine - ref).abs().max()), "switch_calls": calls}
     finally:
         dist.destroy_process_group()
