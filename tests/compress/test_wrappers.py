@@ -79,6 +79,14 @@ def test_topk_hook_on_a_p4reduce_group_and_on_gloo_with_its_own_job(tmp_path: Pa
         assert rank["topk-full"]["max_diff"] < 1e-5, rank
 
 
+@pytest.mark.timeout(300)
+def test_a_nan_gradient_fails_backward_with_the_reason(tmp_path: Path) -> None:
+    for rank in run(["nan"], 2, tmp_path, timeout=240):
+        err = rank["nan"]["error"]
+        assert err is not None and "NonFiniteError" in err, rank
+        assert rank["nan"]["finite"], rank
+
+
 @pytest.mark.skip(
     reason="issue 20: PowerSGD on a p4reduce group hangs (its futures complete on the "
     "session's worker thread, where PowerSGD's callbacks issue and wait for the next "

@@ -87,6 +87,9 @@ def main() -> None:
     gloo = dist.new_group(backend="gloo")
     out: dict[str, Any] = {}
     try:
+        if sys.argv[1:] == ["nan"]:
+            out["nan"] = nan_gradient()
+            return
         for name in sys.argv[1:]:
             stats(reset=True)
             mine = train(name, dist.group.WORLD)
@@ -98,8 +101,28 @@ def main() -> None:
             out[name] = {"max_diff": float((mine - ref).abs().max()), "switch_calls": calls}
     finally:
         dist.destroy_process_group()
-    with open(os.environ["P4T_OUT"], "w") as f:
-        json.dump(out, f)
+        with open(os.environ["P4T_OUT"], "w") as f:
+            json.dump(out, f)
+
+
+def nan_gradient() -> dict[str, Any]:
+    """A NaN gradient on every rank: the top-k hook fails its future (nothing is sent),
+    and backward() raises naming the cause; the next step works again."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(32, 8)
+    ddp = DDP(model)
+    state = TopKHookState.create(TopKConfig(ratio=0.5, warmup_steps=0, mode="dense"))
+    ddp.register_comm_hook(state, topk_hook)
+    x = torch.randn(4, 32)
+    x[0, 0] = float("nan")
+    error = None
+    try:
+        ddp(x).sum().backward()
+    except RuntimeError as err:
+        error = str(err)
+    model.zero_grad()
+    ddp(torch.randn(4, 32)).sum().backward()  # a clean step goes through
+    return {"error": error, "finite": bool(torch.isfinite(model.weight.grad).all())}
 
 
 if __name__ == "__main__":
