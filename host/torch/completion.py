@@ -86,7 +86,9 @@ class Completion:
         self._settled = False  # the future is being (or was) set: exactly once
         self._started = time.monotonic()
         self._timeout = timeout
-        self._watch = None if timeout is None else delivery.watch(timeout, self._expire)
+        self._watch: int | None = None
+        if timeout is not None:  # last: the watchdog may call _expire at once
+            self._watch = delivery.watch(timeout, self._expire)
 
     def add(self, call: concurrent.futures.Future[Any]) -> None:
         with self._lock:
