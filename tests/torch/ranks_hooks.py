@@ -21,8 +21,10 @@ import torch
 import torch.distributed as dist
 from p4reduce.host.torch import HookState, P4ReduceOptions, allreduce_hook, delivery, stats
 from ranks import RANK, N, error_text, init, result, save, stack_pids
+from torch.distributed.algorithms.ddp_comm_hooks import debugging_hooks
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks as dh
 from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as ps
+from torch.distributed.algorithms.ddp_comm_hooks import quantization_hooks as qh
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 LR = 0.1
@@ -67,13 +69,20 @@ HOOKS: dict[str, Callable[[dist.ProcessGroup | None], tuple[Any, Hook]]] = {
     "fp16_compress": lambda pg: (pg, dh.fp16_compress_hook),
     "bf16_compress": lambda pg: (pg, _renamed(dh.bf16_compress_hook)),
     "powerSGD": lambda pg: (_power(pg), ps.powerSGD_hook),
-    "batched_powerSGD": lambda pg: (_power(pg), ps.batched_powerSGD_hook),  # see below
+    "batched_powerSGD": lambda pg: (_power(pg), ps.batched_powerSGD_hook),  # see BROKEN
     "fp16_wrapper_powerSGD": lambda pg: (_power(pg), dh.fp16_compress_wrapper(ps.powerSGD_hook)),
     "bf16_wrapper_powerSGD": lambda pg: (
         _power(pg),
         _renamed(dh.bf16_compress_wrapper(ps.powerSGD_hook)),
     ),
+    "quantization_pertensor": lambda pg: (pg, qh.quantization_pertensor_hook),
+    "quantization_perchannel": lambda pg: (pg, qh.quantization_perchannel_hook),
+    "noop": lambda pg: (None, debugging_hooks.noop_hook),
 }
+# Hooks that fail on gloo too in torch 2.13, at their first compressed step:
+# batched_powerSGD_hook hands _orthogonalize a 2-D matrix (mended by _orthogonalize_2d);
+# the quantization hooks index the 0-dim scale all_gather returns (IndexError)
+BROKEN = ("batched_powerSGD", "quantization_pertensor", "quantization_perchannel")
 
 
 def model_and_data(seed: int) -> tuple[torch.nn.Module, torch.Tensor]:
@@ -158,7 +167,8 @@ _ORTHOGONALIZE = ps._orthogonalize
 
 def scenario_hooks() -> None:
     """Every DDP comm hook that ships with torch on a "p4reduce" group against the same
-    hook on gloo, and p4reduce's own hook on a gloo group against gloo."""
+    hook on gloo (those broken in torch: the same failure on both), and p4reduce's own
+    hook on a gloo group against gloo."""
     t0 = time.monotonic()
     init("p4reduce")
     ref = dist.new_group(backend="gloo")
@@ -167,25 +177,24 @@ def scenario_hooks() -> None:
     out: dict[str, Any] = {}
     for name, make in HOOKS.items():
         result["marks"][name] = time.monotonic() - t0
-        p4, gloo, x = pair(make, ref)
-        before = stats().calls
-        if name == "batched_powerSGD":
-            # As shipped it fails at its first compressed step on any backend (a bug of
-            # torch 2.13, see _orthogonalize_2d): the same error on both groups...
-            out["batched_powerSGD_as_shipped"] = {
+        if name in BROKEN:
+            # As shipped it fails on any backend (a bug of torch 2.13): the same error on
+            # both groups, at the same step
+            p4, gloo, x = pair(make, ref)
+            out[f"{name}_as_shipped"] = {
                 "p4reduce": first_error(p4, x),
                 "gloo": first_error(gloo, x),
             }
-            # ...and with that bug mended, the same parameters
+            if name != "batched_powerSGD":
+                continue
+            # ...and with its bug mended (_orthogonalize_2d), the same parameters
             ps._orthogonalize = _orthogonalize_2d
-            try:
-                p4, gloo, x = pair(make, ref)
-                before = stats().calls
-                out[name] = compare(name, p4, gloo, x) | {"switch_calls": stats().calls - before}
-            finally:
-                ps._orthogonalize = _ORTHOGONALIZE
-            continue
-        out[name] = compare(name, p4, gloo, x) | {"switch_calls": stats().calls - before}
+        try:
+            p4, gloo, x = pair(make, ref)
+            before = stats().calls
+            out[name] = compare(name, p4, gloo, x) | {"switch_calls": stats().calls - before}
+        finally:
+            ps._orthogonalize = _ORTHOGONALIZE
     # p4reduce's own hook on a gloo group
     base, x = model_and_data(5)
     copies = [model_and_data(5)[0] for _ in range(2)]
