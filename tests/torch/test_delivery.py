@@ -148,8 +148,12 @@ def test_a_call_queued_behind_a_hung_one_fails_naming_it(session: Any) -> None:
 
 def test_a_copy_back_that_never_ends_fails_naming_it(session: Any) -> None:
     gate = threading.Event()
-    c = collective(session, finish=lambda: gate.wait(10), timeout=0.3)
+    sealed = threading.Event()
+    c = collective(session, lambda: sealed.wait(10), finish=lambda: gate.wait(10), timeout=0.3)
+    sealed.set()  # the call ends after seal(): the copy back runs on a delivery thread
+    t0 = time.monotonic()
     assert "copied back" in _timed_out(c).waiting_for
+    assert time.monotonic() - t0 < 5  # not the 10 s of the copy back
     gate.set()
 
 
