@@ -109,7 +109,9 @@ def test_job_create_list_delete(pushed: Run) -> None:
         "switch_port": 3,
     }
     out = run("job", "create", "--job", "8", "--slots", "4", "--slot-base", "100", "--member", M[0])
-    assert out.splitlines()[0] == "created job 8"
+    assert re.fullmatch(r"created job 8 \(key 0x[0-9a-f]{8}\)", out.splitlines()[0])
+    secret_line = out.splitlines()[-1]
+    assert secret_line.startswith("job secret (shown once; give it to the job's workers): ")
     listing = run.json("job", "list")
     assert [j["job_id"] for j in listing["jobs"]] == [7, 8] and listing["free_slots"] == 8192 - 20
     table = run("job", "list").splitlines()
@@ -148,8 +150,11 @@ def test_job_create_list_delete(pushed: Run) -> None:
 
 def test_stats_slots(pushed: Run, switch: Switch) -> None:
     run = pushed
-    run("job", "create", "--job", "7", "--slots", "8", "--member", M[0], "--member", M[1])
-    switch.device.inject(1, agg_frame(7, 0, 2, exponent=129))
+    made = run.json(
+        "job", "create", "--job", "7", "--slots", "8", "--member", M[0], "--member", M[1]
+    )
+    assert len(made["job_secret"]) >= 16 and 0 <= made["job_key"] <= 0xFFFFFFFF
+    switch.device.inject(1, agg_frame(7, 0, 2, exponent=129, key=made["job_key"]))
     switch.device.inject(1, agg_frame(99, 0, 2))
     got = run.json("stats")
     by_index = {j["job_index"]: j for j in got["jobs"]}
@@ -319,7 +324,7 @@ def test_serve_process(switch: Switch, programs: dict[str, Path], as_json: bool)
             )
             assert m and m.group(2) == switch.addr, line
             url = m.group(1)
-        client = RegistrationClient(url, timeout=10)
+        client = RegistrationClient(url, timeout=10, secret="a-secret-for-the-serve-test")
 
         def join(r: int) -> Any:
             w = member(r)
