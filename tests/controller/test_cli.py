@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from ctl_helpers import SWITCH_IP, SWITCH_MAC, Switch, agg_frame, member
-from p4reduce.controller import RegistrationClient
+from p4reduce.controller import RegistrationClient, RegistrationError
 from p4reduce.controller.cli import main
 
 CTL = Path(sys.executable).parent / "p4reduce-ctl"
@@ -291,7 +291,11 @@ def _ready_line(proc: subprocess.Popen[str], timeout: float = 20.0) -> str:
 
 
 @pytest.mark.parametrize("as_json", [False, True])
-def test_serve_process(switch: Switch, programs: dict[str, Path], as_json: bool) -> None:
+def test_serve_process(
+    switch: Switch, programs: dict[str, Path], as_json: bool, tmp_path: Path
+) -> None:
+    token = "operator-token-from-a-file-0123"
+    (tmp_path / "token").write_text(token + "\n")
     argv = [
         str(CTL),
         "--grpc-addr",
@@ -309,7 +313,10 @@ def test_serve_process(switch: Switch, programs: dict[str, Path], as_json: bool)
         "8",
         "--retries",
         "7",
+        "--operator-token-file",
+        str(tmp_path / "token"),
     ] + (["--json"] if as_json else [])
+    assert token not in " ".join(argv)  # the token never appears in argv
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = _ready_line(proc)
@@ -333,6 +340,11 @@ def test_serve_process(switch: Switch, programs: dict[str, Path], as_json: bool)
         with ThreadPoolExecutor(2) as pool:
             got = list(pool.map(join, range(2)))
         assert {(a.slot_base, a.slot_count, a.timeouts.retries) for a in got} == {(0, 8, 7)}
+        operator = RegistrationClient(url, timeout=10, operator_token=token)
+        assert [j["job_id"] for j in operator.jobs()] == [7]
+        with pytest.raises(RegistrationError) as refused:
+            client.jobs()  # a job secret does not list other tenants' jobs
+        assert refused.value.status == 403
         proc.send_signal(signal.SIGTERM if as_json else signal.SIGINT)
         out, err = proc.communicate(timeout=15)
         assert proc.returncode == 0, err
