@@ -118,3 +118,12 @@ def _expect_timeout(s: AllreduceSession, x: np.ndarray) -> AllreduceTimeout:
     with pytest.raises(AllreduceTimeout) as info:
         s.allreduce(x)
     return info.value
+
+
+def test_join_needs_a_job_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No secret given and none in the environment: a one-line ValueError before anything
+    is sent (docs/controller.md, "Credentials"); the socket it bound is closed again."""
+    monkeypatch.delenv("P4REDUCE_JOB_SECRET", raising=False)
+    with pytest.raises(ValueError, match="job 3: no job secret: pass secret=") as e:
+        AllreduceSession.join("http://127.0.0.1:1", 3, 0, 1)
+    assert "\n" not in str(e.value)
