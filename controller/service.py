@@ -38,6 +38,7 @@ from typing import Any
 from . import credentials, program
 from .api import Controller
 from .errors import (
+    Conflict,
     ControllerError,
     Forbidden,
     InvalidArgument,
@@ -47,7 +48,7 @@ from .errors import (
 )
 from .http_server import Handler, Limits, Server, TlsConfig, WaitGate
 from .jobs import Job, Member
-from .registry import FAILED, INSTALLING, JOINING, READY, Registry
+from .registry import FAILED, INSTALLING, JOINING, READY, Entry, Registry
 
 DEFAULT_LISTEN = "127.0.0.1:9560"
 MAX_WAIT = 3600.0
@@ -195,16 +196,23 @@ class RegistrationService:
                 self._verified[key] = hit
         return hit
 
-    def _authorize(self, job_id: int, cred: str | None) -> None:
+    # A check costs one PBKDF2 (tens of ms) the first time a credential is seen, so it runs
+    # outside ``cond``: a flood of wrong guesses must not hold the lock every request needs.
+    # It returns the entry it checked against; the operation then confirms, under ``cond``,
+    # that the job is still that entry (``_confirm``) before it changes anything.
+
+    def _authorize(self, job_id: int, cred: str | None) -> Entry | None:
         """Raise unless ``cred`` is the operator token or job ``job_id``'s secret (call
-        with ``cond`` held). 401 without a credential, 404 for an unknown job, 403 else."""
+        without ``cond``). 401 without a credential, 404 for an unknown job, 403 else.
+        Returns the entry checked (None: the operator, who may use any)."""
         if cred is None:
             raise Unauthenticated(
                 f"job {job_id}: no credentials (send Authorization: Bearer <the job's secret>)"
             )
         if self._is_operator(cred):
-            return
-        entry = self.registry.entries.get(job_id)
+            return None
+        with self.cond:
+            entry = self.registry.entries.get(job_id)
         if entry is None:
             raise NotFound(f"unknown job {job_id}")
         if entry.verifier is None:
@@ -214,14 +222,22 @@ class RegistrationService:
             )
         if not self._matches(cred, entry.verifier):
             raise Forbidden(f"job {job_id}: wrong credentials (not the job's secret)")
+        return entry
 
-    def _authorize_join(self, job_id: int, cred: str | None) -> bytes | None:
-        """For a join (``cond`` held): the verifier a new entry gets from the first joiner's
-        secret, or None when the job is known and ``cred`` may use it."""
+    def _confirm(self, job_id: int, checked: Entry | None) -> None:
+        """With ``cond`` held: the job is still the entry the credential was checked against
+        (it could have been deleted and joined anew, with another secret, in between)."""
+        if checked is not None and self.registry.entries.get(job_id) is not checked:
+            raise Conflict(f"job {job_id} changed while its credentials were checked: try again")
+
+    def _authorize_join(self, job_id: int, cred: str | None) -> tuple[Entry | None, bytes | None]:
+        """For a join (without ``cond``): (the entry checked, None) for a known job, or
+        (None, the verifier of the first joiner's secret) for a new one."""
         jid = int(job_id)
-        if jid in self.registry.entries:
-            self._authorize(jid, cred)
-            return None
+        with self.cond:
+            known = jid in self.registry.entries
+        if known:
+            return self._authorize(jid, cred), None
         if cred is None:
             raise Unauthenticated(
                 f"job {jid}: no credentials (the first join of a job brings its secret: send "
@@ -232,7 +248,7 @@ class RegistrationService:
                 f"job {jid}: the operator token is not a job secret; the first join of a job "
                 "brings the job's own secret"
             )
-        return credentials.verifier(credentials.check_secret(cred))
+        return None, credentials.verifier(credentials.check_secret(cred))
 
     def _operator(self, cred: str | None, what: str) -> None:
         if cred is None:
@@ -252,14 +268,25 @@ class RegistrationService:
             raise InvalidArgument("join without n (the job's worker count)")
         member = Member.from_dict(body)
         timeout = self._timeout(body, self.join_timeout)
-        with self.cond:
-            if self.closing:
-                raise Stopping("the registration service is stopping")
-            verifier = self._authorize_join(job_id, cred)
-            outcome = self.registry.join(
-                job_id, member, n, body.get("slots"), verifier, self.limits.max_jobs
-            )
-            entry = outcome.entry
+        for _ in range(3):  # again when the job appeared or changed during the check
+            checked, verifier = self._authorize_join(job_id, cred)
+            with self.cond:
+                if self.closing:
+                    raise Stopping("the registration service is stopping")
+                current = self.registry.entries.get(int(job_id))
+                if (verifier is not None and current is not None) or (
+                    checked is not None and current is not checked
+                ):
+                    continue
+                if verifier is None and checked is None and current is None:
+                    continue  # the operator joined a job that went away meanwhile
+                outcome = self.registry.join(
+                    job_id, member, n, body.get("slots"), verifier, self.limits.max_jobs
+                )
+                entry = outcome.entry
+                break
+        else:
+            raise Conflict(f"job {job_id} kept changing while its credentials were checked")
         if outcome.complete:
             try:
                 job = self.controller.create_job(
@@ -320,8 +347,9 @@ class RegistrationService:
         if "rank" not in body:
             raise InvalidArgument("barrier without rank")
         timeout = self._timeout(body, self.join_timeout)
+        checked = self._authorize(job_id, cred)
         with self.cond:
-            self._authorize(job_id, cred)
+            self._confirm(job_id, checked)
             gen, released = self.registry.arrive(job_id, body["rank"], name)
             if released:
                 self.cond.notify_all()
@@ -345,8 +373,9 @@ class RegistrationService:
         if "rank" not in body or "next_call" not in body:
             raise InvalidArgument("recover needs rank and next_call")
         timeout = self._timeout(body, self.join_timeout)
+        checked = self._authorize(job_id, cred)
         with self.cond:
-            self._authorize(job_id, cred)
+            self._confirm(job_id, checked)
             gen, complete = self.registry.recover_arrive(job_id, body["rank"], body["next_call"])
         if complete:
             self._clear_for_recovery(job_id, gen)
@@ -383,8 +412,9 @@ class RegistrationService:
     def leave(self, job_id: int, body: dict[str, Any], cred: str | None = None) -> dict[str, Any]:
         if "rank" not in body:
             raise InvalidArgument("leave without rank")
+        checked = self._authorize(job_id, cred)
         with self.cond:
-            self._authorize(job_id, cred)
+            self._confirm(job_id, checked)
             entry, last = self.registry.leave(job_id, body["rank"])
             recovering = None if last else self.registry.recovery_after_leave(job_id)
             self.cond.notify_all()
@@ -409,16 +439,18 @@ class RegistrationService:
             return self.registry.to_list()
 
     def get_job(self, job_id: int, cred: str | None = None) -> dict[str, Any]:
+        checked = self._authorize(job_id, cred)
         with self.cond:
-            self._authorize(job_id, cred)
+            self._confirm(job_id, checked)
             return self.registry.get(job_id).to_dict()
 
     def slot_state(
         self, job_id: int, query: dict[str, list[str]], cred: str | None = None
     ) -> dict[str, Any]:
         """The switch's state of a job's slots, read over P4Runtime (Controller.slots)."""
+        checked = self._authorize(job_id, cred)
         with self.cond:
-            self._authorize(job_id, cred)
+            self._confirm(job_id, checked)
         try:
             first = int(query.get("first", ["0"])[0])
             count = int(query["count"][0]) if "count" in query else None
