@@ -47,7 +47,7 @@ def host_rows(m: int, ks: list[int], slots: int, reps: int) -> list[dict[str, An
         x = np.random.default_rng(0).standard_normal(m).astype(np.float32)
         for k in ks:
             for engine in ENGINES:
-                ses = Session(rank=0, n=1, job_id=1, slots=slots, k=k, engine=engine)
+                ses = Session(rank=0, n=1, job_id=1, job_key=1, slots=slots, k=k, engine=engine)
                 best: tuple[float, float, Any] | None = None
                 with UdpTransport((host, int(port))) as t:
                     run_call(ses.allreduce(x[: 50 * k * slots]), t)  # warm up
@@ -89,7 +89,7 @@ def _switch_run(
         try:
             s = AllreduceSession.join(
                 stack.url, job, r, n, sock=stack.sockets[r].dup(), switch_port=r + 1,
-                engine=engine, timeout=120,
+                engine=engine, timeout=120, secret=f"bench-job-{job}",
             )  # fmt: skip
             sessions[r] = s
             x = np.random.default_rng(r).standard_normal(m).astype(np.float32)

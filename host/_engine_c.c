@@ -33,7 +33,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#define HEADER_BYTES 20
+#define HEADER_BYTES 24
 #define MSG_DENSE 1
 #define MSG_SPARSE 2
 #define FLAG_RESULT 0x1
@@ -61,7 +61,7 @@ typedef struct {
     PyObject_HEAD
     /* the job and the call */
     int sparse, is_float, msg_type, rank, job_id, n;
-    uint32_t call_id;
+    uint32_t call_id, job_key;
     Py_ssize_t k, nslots, nblocks, active, pkt_cap;
     double initial, multiplier, max_timeout, give_up;
     long long max_attempts; /* < 0: unlimited */
@@ -325,6 +325,7 @@ static int send_use(Core *c, Py_ssize_t s, double now, Sink *k, uint32_t block, 
     put32(h + 8, c->call_id);
     put32(h + 12, block);
     put32(h + 16, nxt);
+    put32(h + 20, c->job_key);
     if (c->pkt_len[s] == 0)
         c->open += 1;
     c->pkt_len[s] = has_payload ? HEADER_BYTES + 4 * c->k : HEADER_BYTES;
@@ -536,6 +537,7 @@ static int ev_packet(Core *c, const uint8_t *d, Py_ssize_t len, double now, Sink
     Py_ssize_t s = (Py_ssize_t)(ss & 0x7FFF);
     int exponent = d[6];
     uint32_t pid = get32(d + 8), block = get32(d + 12), nxt = get32(d + 16);
+    uint32_t key = get32(d + 20);
     /* wire.check_result */
     int bad = (flags & FLAG_NO_PAYLOAD) ? len != HEADER_BYTES : len != HEADER_BYTES + 4 * c->k;
     bad = bad || !(flags & FLAG_RESULT) || (msg_type != MSG_DENSE && msg_type != MSG_SPARSE);
@@ -547,7 +549,7 @@ static int ev_packet(Core *c, const uint8_t *d, Py_ssize_t len, double now, Sink
         st[S_MALFORMED] += 1;
         return 0;
     }
-    if (msg_type != c->msg_type || job != c->job_id) {
+    if (msg_type != c->msg_type || job != c->job_id || key != c->job_key) {
         st[S_FOREIGN] += 1;
         return 0;
     }
@@ -1023,20 +1025,20 @@ static void *take(PyObject *refs, Py_ssize_t i, PyObject *obj, Py_ssize_t bytes,
 static int Core_init(Core *c, PyObject *args, PyObject *kw)
 {
     static char *names[] = {
-        "sparse", "is_float", "msg_type", "rank", "job_id", "call_id", "n", "k", "slots",
+        "sparse", "is_float", "msg_type", "rank", "job_id", "job_key", "call_id", "n", "k", "slots",
         "blocks_count", "active", "initial", "multiplier", "max_timeout", "give_up",
         "max_attempts", "sets", "blocks", "be", "own", "nonzero", "agreed", "after",
         "first_nonzero", "class_own", "sums", "q_mode", "q_table", "regular_from", NULL};
     int sparse, is_float, msg_type, rank, job_id, n, q_mode, regular_from;
-    unsigned long call_id;
+    unsigned long call_id, job_key;
     Py_ssize_t k, nslots, nblocks, active;
     double initial, multiplier, max_timeout, give_up;
     long long max_attempts;
     PyObject *sets, *blocks, *be, *own, *nonzero, *agreed, *after, *first_nz, *class_own,
         *sums, *q_table;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "ppiiikinnnnddddLOOOOOOOOOOiOi", names, &sparse, &is_float,
-            &msg_type, &rank, &job_id, &call_id, &n, &k, &nslots, &nblocks, &active, &initial,
+            args, kw, "ppiiikkinnnnddddLOOOOOOOOOOiOi", names, &sparse, &is_float,
+            &msg_type, &rank, &job_id, &job_key, &call_id, &n, &k, &nslots, &nblocks, &active, &initial,
             &multiplier, &max_timeout, &give_up, &max_attempts, &sets, &blocks, &be, &own,
             &nonzero, &agreed, &after, &first_nz, &class_own, &sums, &q_mode, &q_table,
             &regular_from))
@@ -1056,6 +1058,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kw)
     c->rank = rank;
     c->job_id = job_id;
     c->call_id = (uint32_t)call_id;
+    c->job_key = (uint32_t)job_key;
     c->n = n;
     c->k = k;
     c->nslots = nslots;

@@ -92,6 +92,7 @@ class _Native:
             msg_type=ses.msg_type,
             rank=ses.rank,
             job_id=ses.job_id,
+            job_key=ses.job_key,
             call_id=c.call_id,
             n=ses.n,
             k=c.k,

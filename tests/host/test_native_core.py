@@ -35,6 +35,7 @@ from test_protocol_properties import make_tensor
 from twin import TwinSession, same_actions
 
 JOB = 42
+KEY = 0x0BADCAFE  # the job key every packet carries
 RETRY = RetryPolicy(initial_timeout=0.005, multiplier=2.0, max_timeout=0.04, give_up_after=1e9)
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,12 +56,13 @@ def twin_job(
 ) -> None:
     rng = np.random.default_rng(seed)
     calls = [[make_tensor(rng, m, k, dtype, density) for _ in range(n)] for m in sizes]
-    switch = ModelSwitch(n=n, k=k, job_id=JOB, slots=slots, msg_type=msg_type)
+    switch = ModelSwitch(n=n, k=k, job_id=JOB, slots=slots, msg_type=msg_type, key=KEY)
     twins = [
         TwinSession(
             rank=r,
             n=n,
             job_id=JOB,
+            job_key=KEY,
             slots=slots,
             k=k,
             msg_type=msg_type,
@@ -124,9 +126,11 @@ def test_extreme_values_and_clamps_quantize_alike(msg_type: int, n: int) -> None
         x[rng.random(m) < 0.1] = -0.0
         x[rng.random(m) < 0.05] = np.float32(0.5)
         xs.append(x.astype(np.float32))
-    switch = ModelSwitch(n=n, k=k, job_id=JOB, slots=5, msg_type=msg_type)
+    switch = ModelSwitch(n=n, k=k, job_id=JOB, slots=5, msg_type=msg_type, key=KEY)
     twins = [
-        TwinSession(rank=r, n=n, job_id=JOB, slots=5, k=k, msg_type=msg_type, retry=RETRY)
+        TwinSession(
+            rank=r, n=n, job_id=JOB, job_key=KEY, slots=5, k=k, msg_type=msg_type, retry=RETRY
+        )
         for r in range(n)
     ]
     sim = Sim(switch, twins, seed=n, loss_up=0.1, loss_down=0.1, dup=0.1)  # type: ignore[arg-type]
@@ -145,9 +149,11 @@ def test_timeouts_and_resume_alike(msg_type: int) -> None:
     n, k, slots = 3, 8, 4
     rng = np.random.default_rng(7)
     xs = [make_tensor(rng, 300, k, np.float32, 0.7) for _ in range(n)]
-    switch = ModelSwitch(n=n, k=k, job_id=JOB, slots=slots, msg_type=msg_type)
+    switch = ModelSwitch(n=n, k=k, job_id=JOB, slots=slots, msg_type=msg_type, key=KEY)
     twins = [
-        TwinSession(rank=r, n=n, job_id=JOB, slots=slots, k=k, msg_type=msg_type, retry=pol)
+        TwinSession(
+            rank=r, n=n, job_id=JOB, job_key=KEY, slots=slots, k=k, msg_type=msg_type, retry=pol
+        )
         for r in range(n)
     ]
     sim = Sim(switch, twins, seed=1, loss_up=0.05, loss_down=0.05)  # type: ignore[arg-type]
@@ -176,7 +182,15 @@ def _fuzz(seed: int, rounds: int) -> None:
         msg_type = rng.choice([wire.MSG_DENSE, wire.MSG_SPARSE])
         dtype = rng.choice([np.float32, np.int32])
         k = rng.choice([8, 64])
-        kw = dict(rank=0, n=1, job_id=JOB, slots=rng.choice([1, 3, 8]), k=k, msg_type=msg_type)
+        kw = dict(
+            rank=0,
+            n=1,
+            job_id=JOB,
+            job_key=KEY,
+            slots=rng.choice([1, 3, 8]),
+            k=k,
+            msg_type=msg_type,
+        )
         kw["retry"] = RETRY
         twin = TwinSession(garble=1.0, seed=seed * 1000 + i, **kw)  # type: ignore[arg-type]
         x = make_tensor(np.random.default_rng(i), rng.randrange(1, 20 * k), k, dtype, 0.5)
@@ -184,7 +198,7 @@ def _fuzz(seed: int, rounds: int) -> None:
         acts = call.start(0.0)
         now = 0.0
         # answer each packet as a one-worker switch would, garbled copies first (twin)
-        switch = ModelSwitch(n=1, k=k, job_id=JOB, slots=kw["slots"], msg_type=msg_type)
+        switch = ModelSwitch(n=1, k=k, job_id=JOB, slots=kw["slots"], msg_type=msg_type, key=KEY)
         pending = [a.data for a in acts if hasattr(a, "data")]
         while pending:
             now += 0.001
@@ -206,10 +220,12 @@ def test_fuzzed_results_are_counted_and_dropped_alike() -> None:
 
 
 def test_a_call_that_never_started_counts_packets_as_late() -> None:
-    py = Session(rank=0, n=2, job_id=JOB, slots=2, engine="python")
-    nat = Session(rank=0, n=2, job_id=JOB, slots=2, engine="native")
+    py = Session(rank=0, n=2, job_id=JOB, job_key=KEY, slots=2, engine="python")
+    nat = Session(rank=0, n=2, job_id=JOB, job_key=KEY, slots=2, engine="native")
     a, b = py.allreduce(np.ones(10, np.float32)), nat.allreduce(np.ones(10, np.float32))
-    data = wire.header_bytes(1, wire.FLAG_RESULT | wire.FLAG_NO_PAYLOAD, 0, JOB, 0, 0, 0, 0, 0, 0)
+    data = wire.header_bytes(
+        1, wire.FLAG_RESULT | wire.FLAG_NO_PAYLOAD, 0, JOB, 0, 0, 0, 0, 0, 0, KEY
+    )
     same_actions(a.on_packet(data, 0.0), b.on_packet(data, 0.0), "before start")
     assert a.stats.as_dict() == b.stats.as_dict() and a.stats.late == 1
     same_actions(a.start(1.0), b.start(1.0), "start")
@@ -225,17 +241,26 @@ def test_a_protocol_error_breaks_both_alike() -> None:
     for msg_type in (wire.MSG_DENSE, wire.MSG_SPARSE):
         calls = []
         for engine in ("python", "native"):
-            s = Session(rank=0, n=1, job_id=JOB, slots=2, k=8, msg_type=msg_type, engine=engine)
+            s = Session(
+                rank=0,
+                n=1,
+                job_id=JOB,
+                job_key=KEY,
+                slots=2,
+                k=8,
+                msg_type=msg_type,
+                engine=engine,
+            )
             c = s.allreduce(np.ones(16, np.float32))
             c.start(0.0)
             calls.append(c)
         nxt = 7 if msg_type == wire.MSG_SPARSE else 0
         flags = wire.FLAG_RESULT | wire.FLAG_NO_PAYLOAD
-        res = wire.header_bytes(msg_type, flags, 0, JOB, 0, 0, 130, 0, 0, nxt)
+        res = wire.header_bytes(msg_type, flags, 0, JOB, 0, 0, 130, 0, 0, nxt, KEY)
         a, b = (c.on_packet(res, 0.1) for c in calls)
         same_actions(a, b, "priming result")
         if msg_type == wire.MSG_DENSE:  # the last block of slot 0 is block 0: exponent past the end
-            res = wire.header_bytes(msg_type, wire.FLAG_RESULT, 0, JOB, 1, 0, 5, 0, 0, 0)
+            res = wire.header_bytes(msg_type, wire.FLAG_RESULT, 0, JOB, 1, 0, 5, 0, 0, 0, KEY)
             res += bytes(32)
             a, b = (c.on_packet(res, 0.2) for c in calls)
             same_actions(a, b, "dense result")
@@ -271,8 +296,8 @@ _ASAN_SCRIPT = textwrap.dedent(
     r = Reflector(drop_every=5).start()
     retry = RetryPolicy(initial_timeout=0.01, max_timeout=0.05, give_up_after=30)
     for msg_type in (1, 2):
-        ses = Session(rank=0, n=1, job_id=9, slots=8, msg_type=msg_type, retry=retry,
-                      engine="native")
+        ses = Session(rank=0, n=1, job_id=9, job_key=7, slots=8, msg_type=msg_type,
+                      retry=retry, engine="native")
         x = t.np.arange(30_000, dtype=t.np.int32)
         with UdpTransport(r.address) as tr:
             end = run_call(ses.allreduce(x), tr)

@@ -96,14 +96,14 @@ class TwinSession:
 
     def garbled(self, data: bytes) -> list[bytes]:
         """Copies of a result that no core may take for a result it waits for: wrong
-        length, flags, type, job, call, slot or block, or random bytes."""
+        length, flags, type, job, job key, call, slot or block, or random bytes."""
         rng = self.rng
-        if rng.random() >= self.garble or len(data) < 20:
+        if rng.random() >= self.garble or len(data) < 24:
             return []
         out = []
         for _ in range(rng.randint(1, 3)):
             b = bytearray(data)
-            how = rng.randrange(9)
+            how = rng.randrange(10)
             if how == 0:
                 b = b[: rng.randrange(len(b))]  # truncated
             elif how == 1:
@@ -124,6 +124,8 @@ class TwinSession:
                 b[i] ^= 1 << rng.randrange(7 if i == 4 else 8)
             elif how == 7:
                 b[12 + rng.randrange(4)] ^= 1 << rng.randrange(8)  # block
+            elif how == 8:
+                b[20 + rng.randrange(4)] ^= 1 << rng.randrange(8)  # job key
             else:
                 b = bytearray(rng.randbytes(rng.randrange(0, 2 * len(data) + 1)))
             out.append(bytes(b))

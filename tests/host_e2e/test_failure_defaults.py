@@ -89,7 +89,8 @@ _WORKER = textwrap.dedent(
     import numpy as np
     from p4reduce.host import AllreduceSession
     url, job, fd = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    s = AllreduceSession.join(url, job, 1, 2, sock=socket.socket(fileno=fd), switch_port=2)
+    s = AllreduceSession.join(url, job, 1, 2, sock=socket.socket(fileno=fd), switch_port=2,
+                              secret="killed-worker-test")
     x = np.ones(200_000, dtype=np.float32)
     while True:
         s.allreduce(x)
@@ -114,7 +115,14 @@ def test_a_killed_worker_is_named_in_seconds(stack3: Stack) -> None:
     s0 = None
     try:
         s0 = AllreduceSession.join(
-            stack3.url, job, 0, 2, sock=stack3.pool[0].dup(), switch_port=1, timeout=60
+            stack3.url,
+            job,
+            0,
+            2,
+            sock=stack3.pool[0].dup(),
+            switch_port=1,
+            timeout=60,
+            secret="killed-worker-test",
         )
         x = np.ones(200_000, dtype=np.float32)
         assert float(s0.allreduce(x)[0]) == 2.0

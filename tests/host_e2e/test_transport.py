@@ -17,6 +17,8 @@ from reflector import Reflector
 
 from p4reduce.free_port import free_port
 
+KEY = 0x5EC2E7  # the job key every packet carries
+
 
 @pytest.fixture
 def reflector() -> Iterator[Reflector]:
@@ -108,7 +110,7 @@ def test_runner_drives_a_call_to_the_end(
 ) -> None:
     rng = np.random.default_rng(3)
     x = (rng.standard_normal(10_000) * 100).astype(dtype)
-    ses = Session(rank=0, n=1, job_id=9, slots=16, msg_type=msg_type, engine=engine)
+    ses = Session(rank=0, n=1, job_id=9, job_key=KEY, slots=16, msg_type=msg_type, engine=engine)
     with UdpTransport(reflector.address) as t:
         for _ in range(3):  # consecutive calls
             end = run_call(ses.allreduce(x), t)
@@ -125,7 +127,7 @@ def test_runner_retransmits_lost_packets(engine: str) -> None:
     try:
         x = np.arange(20_000, dtype=np.int32)
         retry = RetryPolicy(initial_timeout=0.01, max_timeout=0.05, give_up_after=10)
-        ses = Session(rank=0, n=1, job_id=9, slots=8, retry=retry, engine=engine)
+        ses = Session(rank=0, n=1, job_id=9, job_key=KEY, slots=8, retry=retry, engine=engine)
         with UdpTransport(r.address) as t:
             end = run_call(ses.allreduce(x), t)
         assert isinstance(end, Done)
@@ -138,7 +140,7 @@ def test_runner_retransmits_lost_packets(engine: str) -> None:
 @pytest.mark.parametrize("engine", ENGINES)
 def test_runner_gives_up_in_time(engine: str) -> None:
     retry = RetryPolicy(initial_timeout=0.01, max_timeout=0.05, give_up_after=0.3)
-    ses = Session(rank=0, n=1, job_id=9, slots=4, retry=retry, engine=engine)
+    ses = Session(rank=0, n=1, job_id=9, job_key=KEY, slots=4, retry=retry, engine=engine)
     with UdpTransport(("127.0.0.1", free_port("udp"))) as t:
         end = run_call(ses.allreduce(np.ones(100, dtype=np.int32)), t)
         # nothing listens: the kernel's ICMP refusals are counted, by either loop
@@ -153,7 +155,7 @@ def test_the_native_loop_releases_the_gil(reflector: Reflector) -> None:
     thread keeps counting meanwhile."""
     import threading
 
-    ses = Session(rank=0, n=1, job_id=9, slots=64, engine="native")
+    ses = Session(rank=0, n=1, job_id=9, job_key=KEY, slots=64, engine="native")
     x = np.ones(200_000, dtype=np.float32)
     ticks = 0
     stop = threading.Event()
