@@ -89,7 +89,7 @@ def _switch_run(
         try:
             s = AllreduceSession.join(
                 stack.url, job, r, n, sock=stack.sockets[r].dup(), switch_port=r + 1,
-                engine=engine, timeout=120, secret=f"bench-job-{job}",
+                engine=engine, timeout=120, secret=f"p4reduce-bench-secret-of-job-{job}",
             )  # fmt: skip
             sessions[r] = s
             x = np.random.default_rng(r).standard_normal(m).astype(np.float32)

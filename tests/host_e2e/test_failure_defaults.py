@@ -90,7 +90,7 @@ _WORKER = textwrap.dedent(
     from p4reduce.host import AllreduceSession
     url, job, fd = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     s = AllreduceSession.join(url, job, 1, 2, sock=socket.socket(fileno=fd), switch_port=2,
-                              secret="killed-worker-test")
+                              secret="killed-worker-test-secret")
     x = np.ones(200_000, dtype=np.float32)
     while True:
         s.allreduce(x)
@@ -122,7 +122,7 @@ def test_a_killed_worker_is_named_in_seconds(stack3: Stack) -> None:
             sock=stack3.pool[0].dup(),
             switch_port=1,
             timeout=60,
-            secret="killed-worker-test",
+            secret="killed-worker-test-secret",
         )
         x = np.ones(200_000, dtype=np.float32)
         assert float(s0.allreduce(x)[0]) == 2.0
