@@ -6,11 +6,15 @@ docs/interpreter.md gives the reasoning.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
-from p4reduce.switch.interp.load import load_pipeline
+from p4reduce.switch.frontend.compiler import CompileOptions, compile_file
+from p4reduce.switch.frontend.errors import CompileError
+from p4reduce.switch.interp.load import load_compiled, load_pipeline
 from p4reduce.switch.interp.switch import V1Switch
+from p4reduce.switch.stf.runner import load_and_run
 
 # Ingress reports parser_error (as the index of the error member: NoError 0, NoMatch 2, the
 # user's Custom 7) and the validity of h and n in a prepended rep header.
@@ -92,3 +96,40 @@ def test_an_explicit_transition_to_reject_also_leaves_no_error(parser_switch: V1
 def test_verify_is_how_a_parser_reports_an_error_on_bmv2(parser_switch: V1Switch) -> None:
     assert _run(parser_switch, bytes.fromhex("03 1234")) == bytes.fromhex("07 01 00 03 1234")
     assert _run(parser_switch, bytes.fromhex("04 1234")) == bytes.fromhex("02 01 00 04 1234")
+
+
+# ------------------------------------------------------------------ run-time / and %
+
+PROGRAMS = Path(__file__).parent / "programs"
+DIVMOD = PROGRAMS / "divmod_runtime.p4"
+
+
+def test_runtime_division_by_a_constant_that_is_not_a_power_of_two_is_refused() -> None:
+    # p4c: "arith_divmod.p4(43): [--Werror=invalid] error: hdr.h.a8 / 3: could not evaluate
+    # expression at compilation time"
+    with pytest.raises(CompileError) as info:
+        compile_file(DIVMOD, CompileOptions())
+    assert info.value.pos.line == 45
+    assert str(info.value) == (
+        f"{DIVMOD}(45): error: hdr.h.a8 / 3: could not evaluate expression at compilation time"
+    )
+
+
+def test_the_option_runs_the_interpreters_own_division() -> None:
+    runner, outcome = load_and_run(
+        DIVMOD, DIVMOD.with_suffix(".stf"), CompileOptions(runtime_divmod=True)
+    )
+    assert outcome.fault is None and outcome.passed, "\n".join(outcome.report)
+    assert outcome.packets_in == 3
+
+
+def test_the_option_travels_in_the_compiled_pipeline() -> None:
+    doc = compile_file(DIVMOD, CompileOptions(runtime_divmod=True)).ir
+    assert doc["options"] == {"runtime_divmod": True}
+    sw = V1Switch(load_compiled(json.loads(json.dumps(doc))))
+    data = bytes.fromhex("C8 03E8") + b"\xff" * 18
+    ((port, out),) = sw.process(0, data)
+    assert port == 1 and out[3:5] == bytes([200 // 3, 200 % 3])
+    del doc["options"]
+    with pytest.raises(CompileError, match="could not evaluate expression at compilation time"):
+        load_compiled(doc)
