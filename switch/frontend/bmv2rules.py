@@ -218,16 +218,18 @@ def _division_at_compile_time(user_decls: list[A.Node]) -> None:
     the same message after our ``FILE(LINE): error:`` prefix, at the first such operator in
     the source (compound ``/=`` and ``%=`` included, as p4c desugars them).
     """
-    found: list[A.Binary] = []
-    for d in user_decls:
-        for e in iter_nodes([d]):
-            if isinstance(e, A.Binary) and e.op in ("/", "%") and not _reducible(e):
-                found.append(e)
-    if found:
-        first = min(found, key=lambda e: (e.pos.file, e.pos.line))
-        raise CompileError(
-            first.pos, f"{_expr_text(first)}: could not evaluate expression at compilation time"
-        )
+    for d in user_decls:  # declarations in program order, so the first in the source wins
+        found = [
+            e
+            for e in iter_nodes([d])
+            if isinstance(e, A.Binary) and e.op in ("/", "%") and not _reducible(e)
+        ]
+        if found:
+            first = min(found, key=lambda e: e.pos.line)
+            raise CompileError(
+                first.pos,
+                f"{_expr_text(first)}: could not evaluate expression at compilation time",
+            )
 
 
 def _reducible(e: A.Binary) -> bool:
