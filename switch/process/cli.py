@@ -22,7 +22,7 @@ from ..frontend.cli import in_deep_thread
 from ..frontend.compiler import CompileOptions, compile_file
 from ..frontend.errors import CompileError
 from ..ports import DEFAULT_LISTEN, UdpPort, open_ports, parse_host_port, parse_port_spec
-from .dataplane import Dataplane
+from .dataplane import make_dataplane
 
 PROG = "p4reduce-switch"
 log = logging.getLogger("p4reduce.switch")
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 1
-    dataplane = Dataplane(device, ports)
+    dataplane = make_dataplane(device, ports)
     server = P4RuntimeServer(device, args.grpc_server_addr)
     try:
         bound = server.start()
