@@ -12,8 +12,10 @@ Printed, and written to ``--out`` as one CSV and one PNG per figure:
   echo process driven the same way (same datagram size, same window).
 
 Same-run baselines, so the ratios compare across machines: the UDP echo (goodput and
-packets/s of a Python process that only bounces datagrams), and ``np.copyto`` for the
-quantization. Timings are printed, never asserted. Goodput = tensor bits / time of the
+packets/s of a Python process that only bounces datagrams), the host kernel floor (the same
+aggregation packets, ceil(M/K) per worker with the job's slots in flight, pushed by a batched C
+client through the C reflector of bench/c/reflector.c: the switch's exchanges without P4 or
+Python), and ``np.copyto`` for the quantization. Timings are printed, never asserted. Goodput = tensor bits / time of the
 slowest worker's call; each figure is the median of ``--repeat`` calls after one warm-up.
 
 Workers are processes by default (``--runner threads`` runs them as threads of this
@@ -185,6 +187,33 @@ def udp_echo(k: int, window: int, packets: int) -> dict[str, float]:
     return {"pps": packets / t, "goodput_gbps": packets * k * 32 / t / 1e9}
 
 
+_floors: dict[tuple[int, int, int, int], float] = {}
+
+
+def kernel_floor(n: int, m: int, k: int, slots: int) -> float:
+    """Seconds the host kernel needs for an M-element all-reduce's packets between n workers:
+    bench/c/reflector.c's batched client sends ceil(M/K) aggregation packets per worker,
+    ``slots`` in flight, through the C reflector (the switch's exchanges with no P4), and
+    receives the results. NaN where no C compiler exists. Measured once per shape."""
+    import floor
+
+    key = (n, m, k, slots)
+    if key not in _floors:
+        rounds = -(-m // k)
+        socks = floor.worker_sockets(n)
+        try:
+            with floor.reflector([s.getsockname() for s in socks]) as addr:
+                packets = floor.dense_packets(n, 1, slots, k)
+                _floors[key] = floor.run_client(addr, socks, packets, rounds, slots)["seconds"]
+        except floor.FloorUnavailable as err:
+            log(f"kernel floor unavailable: {err}")
+            _floors[key] = float("nan")
+        finally:
+            for s in socks:
+                s.close()
+    return _floors[key]
+
+
 def best(fn: Callable[[], object], reps: int, setup: Callable[[], object] | None = None) -> float:
     """The fastest of ``reps`` timed calls of fn, each after an untimed ``setup()``."""
     ts = []
@@ -353,11 +382,14 @@ def plots(out: Path, fig: dict[str, list[dict[str, Any]]], echo: dict[str, float
 
 # ---------------------------------------------------------------------- main
 def print_runs(key: str, rows: list[dict[str, Any]]) -> None:
-    """One table of timed all-reduces, varying ``key`` (elements or workers)."""
-    print(f"{key:>10} {'ms':>9} {'Gb/s':>8} {'vs echo':>8} {'pkt/s/worker':>13} {'retx':>5}")
+    """One table of timed all-reduces, varying ``key`` (elements or workers), next to the
+    host kernel floor (the same packets through the C reflector; ratio = floor / time)."""
+    print(f"{key:>10} {'ms':>9} {'Gb/s':>8} {'vs echo':>8} {'pkt/s/worker':>13} {'retx':>5} "
+          f"{'floor ms':>9} {'vs floor':>8}")  # fmt: skip
     for r in rows:
         print(f"{r[key]:>10} {r['seconds'] * 1e3:>9.1f} {r['goodput_gbps']:>8.4f} "
-              f"{r['ratio_to_echo']:>8.3f} {r['pps_per_worker']:>13,.0f} {r['retransmissions']:>5.0f}")  # fmt: skip
+              f"{r['ratio_to_echo']:>8.3f} {r['pps_per_worker']:>13,.0f} {r['retransmissions']:>5.0f} "
+              f"{r['floor_seconds'] * 1e3:>9.1f} {r['ratio_to_floor']:>8.3f}")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -429,6 +461,8 @@ def main(argv: list[str] | None = None) -> int:
                     row = {"elements": m, "workers": args.workers, **s,
                            "goodput_gbps": goodput(m, s["seconds"])}  # fmt: skip
                     row["ratio_to_echo"] = row["goodput_gbps"] / echo["goodput_gbps"]
+                    row["floor_seconds"] = kernel_floor(args.workers, m, args.k, args.slots)
+                    row["ratio_to_floor"] = row["floor_seconds"] / s["seconds"]
                     fig["sizes"].append(row)
                     add_pps("sizes", row, f"M={m}")
                     log(
@@ -442,6 +476,8 @@ def main(argv: list[str] | None = None) -> int:
                     row = {"workers": n, "elements": m, **s,
                            "goodput_gbps": goodput(m, s["seconds"])}  # fmt: skip
                     row["ratio_to_echo"] = row["goodput_gbps"] / echo["goodput_gbps"]
+                    row["floor_seconds"] = kernel_floor(n, m, args.k, args.slots)
+                    row["ratio_to_floor"] = row["floor_seconds"] / s["seconds"]
                     fig["workers"].append(row)
                     add_pps("workers", row, f"N={n}")
                     log(
