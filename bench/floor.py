@@ -145,3 +145,18 @@ def dense_packets(n: int, job_id: int, slots: int, k: int) -> list[list[bytes]]:
             per.append(hdr + payload)
         out.append(per)
     return out
+
+
+def switch_engines() -> list[str | None]:
+    """The engines ``p4reduce-switch --engine`` offers, or [None] (its default) without it."""
+    from p4reduce.testbed.local import command
+
+    try:
+        text = subprocess.run(
+            [command("p4reduce-switch"), "--help"], capture_output=True, text=True, timeout=60
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return [None]
+    if "--engine" not in text:
+        return [None]
+    return [e for e in ("python", "native") if e in text.split("--engine", 1)[1][:200]] or [None]

@@ -27,7 +27,6 @@ import argparse
 import contextlib
 import json
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -36,6 +35,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import floor
 import grpc
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
@@ -192,21 +192,6 @@ def p4runtime_rates(rig: Rig, n: int) -> dict[str, float]:
     return {"noop_rpc_per_s": noop, "writes_single_per_s": single, "writes_batched_per_s": batched}
 
 
-def switch_engines() -> list[str | None]:
-    """The engines ``p4reduce-switch --engine`` offers, or [None] (its default) without it."""
-    from p4reduce.testbed.local import command
-
-    try:
-        text = subprocess.run(
-            [command("p4reduce-switch"), "--help"], capture_output=True, text=True, timeout=60
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return [None]
-    if "--engine" not in text:
-        return [None]
-    return [e for e in ("python", "native") if e in text.split("--engine", 1)[1][:200]] or [None]
-
-
 def join_job(stack: Any, workers: int, slots: int) -> tuple[list[Any], list[str]]:
     """Register job 1's workers (rank r on the stack's socket r) as real sessions do, so the
     switch accepts their packets; the sessions and any errors."""
@@ -236,7 +221,6 @@ def aggregation_rates(
     workers: int, k: int, rounds: int, slots: int, engines: list[str | None]
 ) -> dict[str, float | str]:
     """Aggregation packets/s into p4reduce-switch per engine and into the C reflector."""
-    import floor
     from p4reduce.testbed.local import LocalStack
 
     results: dict[str, float | str] = {}
@@ -288,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     only = set(args.only.split(","))
     agg: dict[str, float | str] = {}
     if "aggregation" in only:
-        engines = switch_engines() if args.engines is None else args.engines.split(",")
+        engines = floor.switch_engines() if args.engines is None else args.engines.split(",")
         agg = aggregation_rates(args.agg_workers, args.agg_k, args.agg_rounds, args.agg_slots,
                                 engines)  # fmt: skip
     if not only & {"forwarding", "p4runtime"}:
