@@ -218,23 +218,33 @@ def join_job(stack: Any, workers: int, slots: int) -> tuple[list[Any], list[str]
 
 
 def aggregation_rates(
-    workers: int, k: int, rounds: int, slots: int, engines: list[str | None]
+    workers: int, k: int, rounds: int, slots: int, engines: list[str | None], repeat: int = 3
 ) -> dict[str, float | str]:
-    """Aggregation packets/s into p4reduce-switch per engine and into the C reflector."""
+    """Aggregation packets/s into p4reduce-switch per engine and into the C reflector: the
+    best of ``repeat`` runs each, the reflector's interleaved with the engine's (this
+    machine's load drifts; the best run is the one least disturbed by it). ``rounds`` is
+    rounded up to whole cycles of both sets of every slot, so that runs follow each other
+    on the same switch with the slots' sets where the packets expect them."""
     from p4reduce.testbed.local import LocalStack
 
     results: dict[str, float | str] = {}
-    socks = floor.worker_sockets(workers)
-    try:
-        with floor.reflector([s.getsockname() for s in socks]) as addr:
-            packets = floor.dense_packets(workers, 1, slots, k)
-            r = floor.run_client(addr, socks, packets, rounds, slots)
-        results["reflector_pps"] = r["packets_in"] / r["seconds"]
-    finally:
-        for s in socks:
-            s.close()
+    cycle = 2 * slots
+    rounds = -(-rounds // cycle) * cycle
+
+    def reflector_pps() -> float:
+        socks = floor.worker_sockets(workers)
+        try:
+            with floor.reflector([s.getsockname() for s in socks]) as addr:
+                packets = floor.dense_packets(workers, 1, slots, k)
+                r = floor.run_client(addr, socks, packets, rounds, slots)
+            return r["packets_in"] / r["seconds"]
+        finally:
+            for s in socks:
+                s.close()
+
     for engine in engines:
         label = engine or "default"
+        floor_best = switch_best = 0.0
         extra = ["--engine", engine] if engine else []
         with LocalStack(workers, "dense", k=k, slots=slots, switch_args=extra) as stack:
             sessions, errors = join_job(stack, workers, slots)
@@ -244,11 +254,16 @@ def aggregation_rates(
                 first = sessions[0]
                 assert first is not None
                 packets = floor.dense_packets(workers, first.job_id, slots, k)
-                try:
-                    r = floor.run_client(first.switch, stack.sockets, packets, rounds, slots)
-                    results[f"switch_{label}_pps"] = r["packets_in"] / r["seconds"]
-                except RuntimeError as err:
-                    results[f"switch_{label}_pps"] = f"failed: {err}"
+                for _ in range(repeat):
+                    floor_best = max(floor_best, reflector_pps())
+                    try:
+                        r = floor.run_client(first.switch, stack.sockets, packets, rounds, slots)
+                    except RuntimeError as err:
+                        results[f"switch_{label}_pps"] = f"failed: {err}"
+                        break
+                    switch_best = max(switch_best, r["packets_in"] / r["seconds"])
+                    results[f"switch_{label}_pps"] = switch_best
+                results[f"reflector_{label}_pps"] = floor_best or reflector_pps()
             finally:
                 for ses in sessions:
                     if ses is not None:
@@ -265,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--agg-k", type=int, default=64, help="aggregation: K, 64/256/1024 (64)")
     ap.add_argument("--agg-rounds", type=int, default=5000, help="aggregation: packets per worker")
     ap.add_argument("--agg-slots", type=int, default=64, help="aggregation: slots = window (64)")
+    ap.add_argument("--agg-repeat", type=int, default=3, help="aggregation: best of R runs (3)")
     ap.add_argument("--engines", default=None, help="p4reduce-switch engines (default: all)")
     ap.add_argument("--only", default="aggregation,forwarding,p4runtime", help="figures to run")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -274,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     if "aggregation" in only:
         engines = floor.switch_engines() if args.engines is None else args.engines.split(",")
         agg = aggregation_rates(args.agg_workers, args.agg_k, args.agg_rounds, args.agg_slots,
-                                engines)  # fmt: skip
+                                engines, args.agg_repeat)  # fmt: skip
     if not only & {"forwarding", "p4runtime"}:
         return print_aggregation(agg, args)
     base = echo_baseline(args.packets)
@@ -321,21 +337,21 @@ def print_aggregation(agg: dict[str, float | str], args: argparse.Namespace) -> 
     if args.json:
         print(json.dumps({"aggregation": agg}, indent=2))
         return 0
-    floor_pps = float(agg["reflector_pps"])
     print(
         f"aggregation into p4reduce-switch (dense.p4, K = {args.agg_k}, {args.agg_workers} "
-        f"workers, {args.agg_slots} slots in flight, {args.agg_rounds} packets per worker):"
+        f"workers, {args.agg_slots} slots in flight, {args.agg_rounds} packets per worker; "
+        f"best of {args.agg_repeat} runs, the C reflector's interleaved with each engine's):"
     )
-    print(f"  C reflector (kernel floor)       {floor_pps:>9,.0f} packets/s in")
     for key, value in agg.items():
         if not key.startswith("switch_"):
             continue
         name = key[len("switch_") : -len("_pps")]
+        floor_pps = float(agg[f"reflector_{name}_pps"])
         if isinstance(value, str):
-            print(f"  p4reduce-switch, {name:<15} {value}")
+            print(f"  p4reduce-switch, {name:<8} {value}")
         else:
-            print(f"  p4reduce-switch, {name:<15} {value:>9,.0f} packets/s in, "
-                  f"ratio to the floor {value / floor_pps:.3f}")  # fmt: skip
+            print(f"  p4reduce-switch, {name:<8} {value:>9,.0f} packets/s in; C reflector "
+                  f"{floor_pps:>9,.0f}/s; ratio to the floor {value / floor_pps:.3f}")  # fmt: skip
     return 0
 
 
