@@ -322,9 +322,9 @@ def plots(out: Path, fig: dict[str, list[dict[str, Any]]], echo: dict[str, float
         f, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
         for (engine, k), group in groups(rows).items():
             xs = [r[x] for r in group]
-            name = f"K={k}" if engine == "default" else f"{engine}, K={k}"
-            a.plot(xs, [r["seconds"] * 1e3 for r in group], "o-", label=name)
-            b.plot(xs, [r["goodput_gbps"] for r in group], "o-", label=name)
+            label = f"K={k}" if engine == "default" else f"{engine}, K={k}"
+            a.plot(xs, [r["seconds"] * 1e3 for r in group], "o-", label=label)
+            b.plot(xs, [r["goodput_gbps"] for r in group], "o-", label=label)
         a.set_xlabel(xlabel)
         a.set_ylabel("time per all-reduce (ms)")
         a.legend()
