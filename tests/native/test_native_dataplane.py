@@ -146,3 +146,22 @@ def test_the_native_engine_through_the_native_loop(rig: Rig, lib) -> None:
         dp.stop()
     assert rig.adapter.ports[1].counters.rx_frames == 200
     assert rig.adapter.ports[2].counters.tx_frames == 200
+
+
+def test_without_the_native_loop_the_python_loop_runs(
+    rig: Rig, handler, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No compiler (or a failed build): one line says so, the Python loop runs the ports."""
+    from p4reduce.switch.native import ioloop
+
+    monkeypatch.setattr(ioloop, "load", lambda **_: None)
+    monkeypatch.setattr(ioloop, "unavailable_reason", lambda: "no C compiler (cc) on PATH")
+    rig.load(handler)
+    with caplog.at_level("WARNING", logger="p4reduce.switch"):
+        dp = make_dataplane(rig.device, dict(rig.adapter.ports))
+    assert type(dp) is Dataplane
+    (record,) = caplog.records
+    assert record.getMessage() == (
+        "native I/O loop unavailable (no C compiler (cc) on PATH); using the Python loop"
+    )
+    dp.stop()
