@@ -128,10 +128,11 @@ def run_client(
     return json.loads(done.stdout)
 
 
-def dense_packets(n: int, job_id: int, slots: int, k: int) -> list[list[bytes]]:
+def dense_packets(n: int, job_id: int, slots: int, k: int, key: int = 0) -> list[list[bytes]]:
     """One cycle of a dense job's packets per rank: rounds t = 0 .. 2*slots-1 use slot
     t % slots with set (t // slots) % 2, as the protocol core does for a long tensor, and
-    K zero elements (the switch's work does not depend on the values)."""
+    K zero elements (the switch's work does not depend on the values); ``key``: the job's
+    data-plane key (docs/protocol.md; the reflector ignores it)."""
     from p4reduce.host import wire
 
     payload = bytes(4 * k)
@@ -140,7 +141,7 @@ def dense_packets(n: int, job_id: int, slots: int, k: int) -> list[list[bytes]]:
         per = []
         for t in range(2 * slots):
             hdr = wire.header_bytes(
-                wire.MSG_DENSE, 0, rank, job_id, (t // slots) % 2, t % slots, 0, 1, t, 0
+                wire.MSG_DENSE, 0, rank, job_id, (t // slots) % 2, t % slots, 0, 1, t, 0, key
             )
             per.append(hdr + payload)
         out.append(per)

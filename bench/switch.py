@@ -195,16 +195,18 @@ def p4runtime_rates(rig: Rig, n: int) -> dict[str, float]:
 def join_job(stack: Any, workers: int, slots: int) -> tuple[list[Any], list[str]]:
     """Register job 1's workers (rank r on the stack's socket r) as real sessions do, so the
     switch accepts their packets; the sessions and any errors."""
+    from p4reduce.controller.credentials import new_secret
     from p4reduce.host.api import AllreduceSession
 
     sessions: list[Any] = [None] * workers
     errors: list[str] = []
+    secret = new_secret()  # the job's, shared by its ranks
 
     def join(rank: int) -> None:
         try:
             sessions[rank] = AllreduceSession.join(
                 stack.url, 1, rank, workers, sock=stack.sockets[rank].dup(),
-                switch_port=rank + 1, slots=slots, timeout=60,
+                switch_port=rank + 1, slots=slots, timeout=60, secret=secret,
             )  # fmt: skip
         except Exception as err:  # noqa: BLE001 - reported by the caller
             errors.append(f"rank {rank}: {err}")
@@ -253,7 +255,9 @@ def aggregation_rates(
                     raise RuntimeError(f"joining the job failed: {errors[0]}")
                 first = sessions[0]
                 assert first is not None
-                packets = floor.dense_packets(workers, first.job_id, slots, k)
+                packets = floor.dense_packets(
+                    workers, first.job_id, slots, k, first.session.job_key
+                )
                 for _ in range(repeat):
                     floor_best = max(floor_best, reflector_pps())
                     try:

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...controller.credentials import JOB_SECRET_ENV, new_secret
 from ..local import (
     Proc,
     StackError,
@@ -90,9 +91,9 @@ class Host:
 
 def data_link_mtu(k: int) -> int:
     """The data links' MTU for a K-element build: 1500 while an aggregation packet fits
-    (IPv4 + UDP + 20-byte header + 4 K bytes: 304 for K = 64, 1,072 for K = 256), else a
-    jumbo 9000 (K = 1024: 4,144 bytes, a 4,158-byte frame)."""
-    ip_packet = 20 + 8 + 20 + 4 * k
+    (IPv4 + UDP + 24-byte header + 4 K bytes: 308 for K = 64, 1,076 for K = 256), else a
+    jumbo 9000 (K = 1024: 4,148 bytes, a 4,162-byte frame)."""
+    ip_packet = 20 + 8 + 24 + 4 * k
     return 1500 if ip_packet <= 1500 else 9000
 
 
@@ -342,6 +343,7 @@ class MininetStack:
         self._seq += 1
         text = json.dumps(list(plan))
         procs = []
+        env = {JOB_SECRET_ENV: new_secret()}  # the job's secret: environment, never argv
         for h in self.hosts:
             args = [
                 sys.executable, "-m", "p4reduce.testbed.worker", "--url", self.url,
@@ -349,7 +351,7 @@ class MininetStack:
                 "--bind", h.ip, "--mac", h.mac, "--switch-port", str(h.switch_port),
                 "--slots", str(self.slots), "--timeout", f"{timeout:g}", "--plan", text,
             ]  # fmt: skip
-            procs.append(self.spawn_in(h, f"p4reduce{self._seq}-{h.rank}", args))
+            procs.append(self.spawn_in(h, f"p4reduce{self._seq}-{h.rank}", args, env=env))
         return procs
 
     def spawn_gloo(

@@ -58,7 +58,7 @@ def test_dense_float32_two_workers() -> None:
 
 @pytest.mark.parametrize("mode", ["dense", "sparse"])
 def test_k1024_end_to_end(mode: str) -> None:
-    """K = 1024 (4,158-byte frames through the switch): 5 blocks of 1024 for 5000 elements."""
+    """K = 1024 (4,162-byte frames through the switch): 5 blocks of 1024 for 5000 elements."""
     done = check(
         "--workers", "2", "--elements", "5000", "--k", "1024", "--mode", mode, "--json",
         timeout=300,

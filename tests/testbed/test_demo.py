@@ -117,7 +117,7 @@ def test_demo_json_verdict() -> None:
 
 @pytest.mark.timeout(420)
 def test_demo_at_k_1024() -> None:
-    """The same demo with 4,158-byte frames: the 6,922 parameters travel in 7 blocks."""
+    """The same demo with 4,162-byte frames: the 6,922 parameters travel in 7 blocks."""
     done = run([str(BIN / "p4reduce"), "demo", "--workers", "2", "--steps", "3", "--k", "1024",
                 "--json"], timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr
