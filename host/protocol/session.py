@@ -55,7 +55,7 @@ class Session:
         if not 1 <= slots <= wire.POOL_SLOTS:
             raise ValueError(f"{slots} slots: 1 .. {wire.POOL_SLOTS}")
         if k < 1:
-            raise ValueError(f"K = {k}: positive (the programs are built with 64 or 256)")
+            raise ValueError(f"K = {k}: positive (the programs are built with 64, 256 or 1024)")
         if msg_type not in wire.MSG_TYPES:
             raise ValueError(f"message type {msg_type}: MSG_DENSE or MSG_SPARSE")
         if engine not in ENGINES:
