@@ -305,6 +305,7 @@ class DeclsMixin:
             bindings = dict(t.args)
             proto = self.pick_overload(ctors, args, pos, t.name)
             self.bind_args(proto.resolved_params, args, scope, ctx, bindings, pos, t.name)
+            self.order_named_args([p for p, _ in proto.resolved_params], args)
             for tp in t.decl.type_params:
                 bindings.setdefault(tp, T.TypeVar(tp))
             return T.ExternT(t.name, t.decl, bindings)
@@ -318,8 +319,22 @@ class DeclsMixin:
             ]
             bindings = dict(t.args)
             self.bind_args(params, args, scope, ctx, bindings, pos, t.name)
+            self.order_named_args([p for p, _ in params], args)
             return T.BlockT(t.kind, t.name, decl, bindings)
         raise fail(pos, f"{self.describe_typeref(typeref)}: cannot instantiate a value of type {t}")
+
+    @staticmethod
+    def order_named_args(params: list[A.Param], args: list[A.Argument]) -> None:
+        """Put checked named constructor arguments (``V1Switch(p = P(), ig = I(), ...)``, in
+        any order) into parameter order, in place, so that every later stage (the control-plane
+        model, the switch's builder) can read them by position. Arguments that leave out
+        parameters with default values keep the order they were written in."""
+        if not args or any(a.name is None for a in args):
+            return
+        index = {p.name: i for i, p in enumerate(params)}
+        ordered = sorted(args, key=lambda a: index.get(a.name, len(index)))
+        if [index.get(a.name) for a in ordered] == list(range(len(args))):
+            args[:] = ordered
 
     def ctor_params(self, decl: Any) -> list[tuple[A.Param, T.Type]]:
         if isinstance(decl, A.TypeDeclProto):

@@ -275,6 +275,7 @@ class ExprsMixin:
         return t
 
     def unify_operands(self, e: A.Binary, lt: T.Type, rt: T.Type, allow: Any) -> T.Type:
+        lt, rt = self.enum_operands(e.op, lt, rt)
         lb, rb = lt, rt
         if isinstance(lb, T.InfInt) and isinstance(T.strip_newtype(rb), T.Bits):
             self.retype_literal(e.left, rb)
@@ -322,6 +323,25 @@ class ExprsMixin:
                 f"operator {e.op}: operands have different types {lt} and {rt} (type mismatch; cast one of them)",
             )
         return lb
+
+    @staticmethod
+    def enum_operands(op: str, lt: T.Type, rt: T.Type) -> tuple[T.Type, T.Type]:
+        """Serializable enum operands converted to their underlying type, as P4_16 (and p4c)
+        do implicitly: always for arithmetic and bitwise operators (``32w1 | E.A``), and for
+        comparisons when the other side is a bit type (``hdr.etherType == E.IPV4``); two
+        values of one enum type compare as enums."""
+
+        def under(t: T.Type) -> T.Bits | None:
+            return t.underlying if isinstance(t, T.EnumT) else None
+
+        lu, ru = under(lt), under(rt)
+        if op in EQUALITY or op in COMPARE:
+            if lu is not None and isinstance(rt, T.Bits):
+                lt = lu
+            elif ru is not None and isinstance(lt, T.Bits):
+                rt = ru
+            return lt, rt
+        return (lu or lt), (ru or rt)
 
     def shift(self, e: A.Binary, lt: T.Type, rt: T.Type, scope: Scope) -> T.Type:
         lb, rb = T.strip_newtype(lt), T.strip_newtype(rt)

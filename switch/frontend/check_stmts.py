@@ -247,6 +247,10 @@ class StmtsMixin:
             return True
         if isinstance(src, T.InfInt):
             return isinstance(dst, (T.Bits, T.InfInt))
+        if isinstance(src, T.EnumT) and src.underlying is not None and dst == src.underlying:
+            # P4_16 casts a serializable enum implicitly to its underlying type (and only
+            # that way round): `bit<16> t = E.A;`, keysets, keys, entries, arguments.
+            return True
         if isinstance(dst, T.StructT) and isinstance(src, T.TupleT) and src.is_list_expr:
             ftypes = list(dst.fields.values())
             return len(ftypes) == len(src.elems) and all(
