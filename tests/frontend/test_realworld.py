@@ -27,6 +27,10 @@ RUNS: dict[str, int] = {
     "annotation_multiline_string.p4": 2,
     "enum_serializable_implicit.p4": 3,
     "package_named_arguments_reordered.p4": 5,
+    "empty_struct_initializer_argument.p4": 3,
+    "table_implementation_inline.p4": 6,
+    "struct_valued_expressions.p4": 6,
+    "header_union_stack.p4": 4,
 }
 
 
@@ -57,3 +61,38 @@ def test_named_package_arguments_load_when_pushed_over_p4runtime(tmp_path: Path)
     config.p4_device_config = (tmp_path / f"{name}.json").read_bytes()
     state = build_state(config)
     assert [port for port, _ in state.switch.process(1, FRAME)] == [5]
+
+
+INLINE_DIRECT_COUNTER = """#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; }
+struct H { h_t h; }
+struct M { }
+parser P(packet_in pkt, out H hdr, inout M m, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+control V(inout H hdr, inout M m) { apply { } }
+control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    table t {
+        key = { hdr.h.a : exact; }
+        actions = { NoAction; }
+        counters = direct_counter(CounterType.packets);
+    }
+    apply { t.apply(); }
+}
+control E(inout H hdr, inout M m, inout standard_metadata_t sm) { apply { } }
+control C(inout H hdr, inout M m) { apply { } }
+control D(packet_out pkt, in H hdr) { apply { pkt.emit(hdr.h); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def test_an_unsupported_construct_is_refused_at_load_with_its_line(tmp_path: Path) -> None:
+    """What the front end accepts but the switch cannot run is refused at load with
+    FILE(LINE): error: naming the construct, never an internal error."""
+    path = tmp_path / "inline_counter.p4"
+    path.write_text(INLINE_DIRECT_COUNTER)
+    with pytest.raises(Exception) as info:
+        load_pipeline(path)
+    assert f"{path}(14): error:" in str(info.value)
+    assert "counters" in str(info.value) and "not supported" in str(info.value)
