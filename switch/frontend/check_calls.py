@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from . import ast as A
@@ -106,6 +107,13 @@ class CallsMixin:
             self.bind_args(
                 [(p, p.type) for p in decl.params], e.args, scope, ctx, {}, e.pos, decl.name
             )
+            for a in e.args:
+                applied = find_table_apply(a.value)
+                if applied is not None:
+                    raise fail(
+                        applied.pos,
+                        f"{decl.name}: a table cannot be applied in an action call's arguments",
+                    )
             e.target = ("action", decl)
             return self.call_result(e, T.VOID, statement)
         if sym.kind == "function":
@@ -398,3 +406,27 @@ class CallsMixin:
         if isinstance(v, int) and not isinstance(v, bool):
             return self.wrap(v, t)
         return v
+
+
+def find_table_apply(e: A.Node | None) -> A.Call | None:
+    """A ``t.apply()`` of a table somewhere inside expression ``e`` (already checked)."""
+    if e is None:
+        return None
+    if (
+        isinstance(e, A.Call)
+        and isinstance(e.func, A.Member)
+        and e.func.name == "apply"
+        and isinstance(getattr(e.func.expr, "type", None), T.TableT)
+    ):
+        return e
+    for f in dataclasses.fields(e):
+        v = getattr(e, f.name)
+        items = v if isinstance(v, list) else [v]
+        for item in items:
+            if isinstance(item, A.Argument):
+                item = item.value
+            if isinstance(item, A.Expr):
+                found = find_table_apply(item)
+                if found is not None:
+                    return found
+    return None

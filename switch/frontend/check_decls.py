@@ -286,6 +286,8 @@ class DeclsMixin:
             inner = Scope(scope, "instance")
             for m in d.body:
                 self.declaration(m, inner, Context("function", ctx.block))
+        if scope is self.globals and isinstance(t, T.BlockT) and t.kind in ("parser", "control"):
+            raise fail(d.pos, f"{d.name}: cannot instantiate a {t.kind} at top level")
         d.inst_type = t
         self.define(scope, Sym("instance", d.name, d.pos, t, d))
         if d.name == "main" and scope is self.globals:

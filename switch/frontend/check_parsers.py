@@ -61,6 +61,51 @@ class ParsersMixin:
                 self.check_state_ref(st.transition.name, st.transition.pos, names)
             else:
                 self.select(st.transition, inner, ctx, names)
+        for st in d.states:
+            if st.name in self.reachable(names, "start") and not self.may_terminate(names, st.name):
+                raise fail(
+                    st.pos,
+                    f"{st.name}: parser {d.name} never reaches accept or reject from this "
+                    "state (its transitions loop forever)",
+                )
+
+    @staticmethod
+    def edges(st: A.ParserState) -> list[str]:
+        if isinstance(st.transition, A.Name):
+            return [st.transition.name]
+        if isinstance(st.transition, A.SelectExpr):
+            return [c.state for c in st.transition.cases]
+        return []
+
+    @classmethod
+    def can_end(cls, st: A.ParserState) -> bool:
+        """Whether the parse can end in ``st``: no transition (rejects), a select without a
+        default (no match rejects), a transition to accept or reject, or any call (extract,
+        advance, verify and sub-parsers can reject)."""
+        if st.transition is None or any(not isinstance(s, (A.Assign, A.Decl)) for s in st.stmts):
+            return True
+        if isinstance(st.transition, A.SelectExpr) and not any(
+            isinstance(c.keyset, (A.Default, A.DontCare)) for c in st.transition.cases
+        ):
+            return True
+        return any(n in ("accept", "reject") for n in cls.edges(st))
+
+    @classmethod
+    def reachable(cls, names: dict[str, A.ParserState], start: str) -> set[str]:
+        seen: set[str] = set()
+        todo = [start]
+        while todo:
+            name = todo.pop()
+            if name in seen or name not in names:
+                continue
+            seen.add(name)
+            todo.extend(cls.edges(names[name]))
+        return seen
+
+    @classmethod
+    def may_terminate(cls, names: dict[str, A.ParserState], start: str) -> bool:
+        """Whether some path from state ``start`` ends the parse."""
+        return any(cls.can_end(names[n]) for n in cls.reachable(names, start))
 
     def check_state_ref(self, name: str, pos: SourcePos, names: dict[str, Any]) -> None:
         if name not in names and name not in ("accept", "reject"):

@@ -25,8 +25,14 @@ class StmtsMixin:
 
     def statement(self, s: A.Stmt, scope: Scope, ctx: Context) -> None:
         if isinstance(s, A.Decl):
-            if isinstance(s, A.Instance) and ctx.kind not in ("control", "parser"):
-                raise fail(s.pos, f"{s.name}: instantiation is not allowed here")
+            if isinstance(s, A.Instance):
+                # p4c's ValidateParsedProgram: instances belong among a block's locals
+                where = {
+                    "control": "in a control 'apply' block",
+                    "parser": "in a parser state",
+                    "action": "in an action",
+                }.get(ctx.kind, "here")
+                raise fail(s.pos, f"{s.name}: instances cannot be declared {where}")
             self.declaration(s, scope, ctx)
         elif isinstance(s, A.Assign):
             self.assign(s, scope, ctx)

@@ -41,6 +41,7 @@ class TableChecker:
         if "actions" not in seen:
             raise fail(self.t.pos, f"{self.t.name}: table has no 'actions' property")
         self.key_types: list[T.Type] = []
+        self.key_kinds: list[str] = []
         self.actions: dict[str, tuple[A.ActionDecl, A.ActionRef]] = {}
         for p in self.t.properties:
             if p.name == "key":
@@ -103,11 +104,86 @@ class TableChecker:
             b = T.strip_newtype(kt)
             if not (isinstance(b, T.Bits) or b in (T.BOOL, T.ERROR) or isinstance(b, T.EnumT)):
                 raise fail(k.expr.pos, f"table key of type {kt} is not supported")
+            if not any(a.name == "name" for a in k.annotations):
+                complex_part = self.unnameable(k.expr)
+                if complex_part is not None:
+                    raise fail(
+                        complex_part.pos,
+                        f"{self.t.name}: complex key expression requires a @name annotation",
+                    )
             if k.match_kind == "lpm":
                 lpm += 1
                 if lpm > 1:
                     raise fail(k.pos, f"{self.t.name}: a table may have at most one lpm key")
             self.key_types.append(kt)
+            self.key_kinds.append(k.match_kind)
+
+    def entry_value_fits(self, item: A.Expr, kt: T.Type, kind: str) -> None:
+        """An lpm or optional entry value (and mask) must fit the key's width: the control
+        plane cannot hold the bits that would be cut off (p4c's BMv2 back end)."""
+        b = T.strip_newtype(kt)
+        if not isinstance(b, T.Bits) or b.signed:
+            return
+        parts = [item.value, item.mask] if isinstance(item, A.Mask) else [item]
+        for part in parts:
+            if isinstance(part, A.IntLit) and part.width is None:
+                value = part.value  # as written, before it took the key's type
+            else:
+                continue
+            if value < 0 or value >= 1 << b.width:
+                raise fail(
+                    part.pos,
+                    f"{self.t.name}: {kind} entry value {part.text or value} does not fit "
+                    f"in the {b.width}-bit key",
+                )
+
+    @classmethod
+    def unnameable(cls, e: A.Expr) -> A.Expr | None:
+        """The innermost part of a key expression the control plane cannot be given a name
+        for (p4c names only paths, members, constant or named indexes and slices, ``&`` of
+        nameable parts, and ``isValid()``); None when the whole key has a name."""
+        parts: list[A.Expr]
+        if isinstance(e, (A.Name, A.IntLit, A.TypeExpr)):
+            return None
+        if isinstance(e, A.Member):
+            parts = [e.expr]
+        elif isinstance(e, A.Index):
+            parts = [e.expr, e.index]
+        elif isinstance(e, A.Slice):
+            parts = [e.expr, e.hi, e.lo]
+        elif isinstance(e, A.Binary) and e.op == "&":
+            parts = [e.left, e.right]
+        elif (
+            isinstance(e, A.Call)
+            and isinstance(e.func, A.Member)
+            and e.func.name == "isValid"
+            and not e.args
+        ):
+            parts = [e.func.expr]
+        else:
+            for child in cls.children(e):
+                found = cls.unnameable(child)
+                if found is not None:
+                    return found
+            return e
+        for part in parts:
+            found = cls.unnameable(part)
+            if found is not None:
+                return found
+        return None
+
+    @staticmethod
+    def children(e: A.Expr) -> list[A.Expr]:
+        """The operand expressions of ``e`` (for reporting the innermost complex part)."""
+        out: list[A.Expr] = []
+        for name in ("expr", "left", "right", "cond", "then", "other", "func"):
+            v = getattr(e, name, None)
+            if isinstance(v, A.Expr):
+                out.append(v)
+        for a in getattr(e, "args", None) or []:
+            if isinstance(a, A.Argument) and a.value is not None:
+                out.append(a.value)
+        return out
 
     def action_list(self, refs: list[A.ActionRef]) -> None:
         for r in refs:
@@ -214,9 +290,19 @@ class TableChecker:
                 items = [ks] * n
             if len(items) != n:
                 raise fail(ks.pos, f"entry has {len(items)} keys but table {self.t.name} has {n}")
-            for item, kt in zip(items, self.key_types, strict=True):
+            for item, kt, kind in zip(items, self.key_types, self.key_kinds, strict=True):
                 self.c.simple_keyset(item, kt, self.scope, self.ctx)
+                if kind in ("lpm", "optional"):
+                    self.entry_value_fits(item, kt, kind)
             ks.type = T.DONTCARE if ks.type is None else ks.type
+            if entry.priority is not None and not any(
+                k in ("ternary", "range", "optional") for k in self.key_kinds
+            ):
+                raise fail(
+                    entry.priority.pos,
+                    f"{self.t.name}: entry has a priority, but the table's keys "
+                    f"({', '.join(sorted(set(self.key_kinds)))}) need none",
+                )
             if entry.priority is not None:
                 self.c.expr(entry.priority, self.scope, self.ctx)
                 if self.c.const_value(entry.priority, self.scope) is None:
