@@ -419,9 +419,16 @@ class DeclsMixin:
             if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
                 raise fail(t.pos, "header stack size must be a positive compile-time constant")
             b = T.strip_newtype(elem)
-            if not (
-                isinstance(b, T.StructT) and b.kind in ("header", "header_union")
-            ) and not isinstance(b, T.TypeVar):
+            # P4_16 1.2.5 arrays: any fixed-size element (bit<W>, int<W>, bool, enums,
+            # structs) besides the headers and unions of a header stack
+            array_elem = (isinstance(b, T.StructT) and b.kind == "struct") or (
+                b is T.BOOL or isinstance(b, (T.Bits, T.EnumT))
+            )
+            if (
+                not (isinstance(b, T.StructT) and b.kind in ("header", "header_union"))
+                and not isinstance(b, T.TypeVar)
+                and not array_elem
+            ):
                 raise fail(
                     t.pos, f"header stack elements must be headers or header unions, not {elem}"
                 )

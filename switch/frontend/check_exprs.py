@@ -103,6 +103,10 @@ class ExprsMixin:
                 return BuiltinMethod(name, b)
             raise fail(e.pos, f"{name}: no such field in {b.kind} {b.name}")
         if isinstance(b, T.StackT):
+            eb = T.strip_newtype(b.elem)
+            is_array = not (isinstance(eb, T.StructT) and eb.kind in ("header", "header_union"))
+            if is_array and not isinstance(eb, T.TypeVar) and name != "size":
+                raise fail(e.pos, f"{name}: not a member of an array of {b.elem} (only size)")
             if name in ("next", "last"):
                 if ctx.kind != "parser":
                     raise fail(
@@ -388,6 +392,11 @@ class ExprsMixin:
     def expr_Cast(self, e: A.Cast, scope: Scope, ctx: Context, expected: Any) -> T.Type:
         target = self.resolve_type(e.typeref, scope)
         st = self.expr(e.expr, scope, ctx, expected=target)
+        if isinstance(target, T.InfInt) and isinstance(T.strip_newtype(st), T.Bits):
+            # P4_16 1.2.4: bit<W>/int<W> cast to int only when the value is compile-time known
+            if self.const_value(e.expr, scope) is None:
+                raise fail(e.pos, f"cast from {st} to int needs a compile-time known value")
+            return target
         if not self.castable(st, target):
             raise fail(e.pos, f"illegal cast from {st} to {target}")
         if isinstance(st, T.InfInt) and isinstance(target, T.Bits):

@@ -31,6 +31,8 @@ RUNS: dict[str, int] = {
     "table_implementation_inline.p4": 6,
     "struct_valued_expressions.p4": 6,
     "header_union_stack.p4": 4,
+    "cast_to_int.p4": 7,
+    "arrays.p4": 8,
 }
 
 
