@@ -94,8 +94,8 @@ class DeclsMixin:
         base = T.strip_newtype(ft)
         if d.kind == "header":
             ok = (
-                isinstance(base, (T.Bits, T.Varbit))
-                or base is T.BOOL
+                isinstance(base, (T.Bits, T.Varbit, T.TypeVar))  # a type parameter: checked
+                or base is T.BOOL  # again when the generic header is specialized
                 or (isinstance(base, T.EnumT) and base.underlying is not None)
                 or (
                     isinstance(base, T.StructT)
@@ -443,6 +443,10 @@ class DeclsMixin:
         st = self.struct_types.get(key)
         if st is None:
             fields = {k: self.subst(v, binding) for k, v in base.fields.items()}
+            if isinstance(base.decl, A.StructLike):
+                for f in base.decl.fields:
+                    if f.name in fields and not self.has_typevar(fields[f.name]):
+                        self.check_field_type(base.decl, f, fields[f.name])
             st = self.struct_types[key] = T.StructT(base.kind, name, fields, base.decl)
         return st
 
