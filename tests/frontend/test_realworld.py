@@ -33,6 +33,7 @@ RUNS: dict[str, int] = {
     "header_union_stack.p4": 4,
     "cast_to_int.p4": 7,
     "arrays.p4": 8,
+    "generic_struct_header.p4": 10,
 }
 
 
@@ -98,3 +99,16 @@ def test_an_unsupported_construct_is_refused_at_load_with_its_line(tmp_path: Pat
         load_pipeline(path)
     assert f"{path}(14): error:" in str(info.value)
     assert "counters" in str(info.value) and "not supported" in str(info.value)
+
+
+def test_p4info_leaves_out_what_p4c_removes_as_unused() -> None:
+    from p4reduce.switch.frontend.compiler import CompileOptions, compile_file
+
+    result = compile_file(
+        str(GOOD / "p4info_unused_declarations.p4"),
+        CompileOptions(include_dirs=[], defines={}, undefines=[]),
+    )
+    p4info = result.p4info
+    assert [t.preamble.name for t in p4info.tables] == ["MyIngress.t"]
+    assert sorted(a.preamble.name for a in p4info.actions) == ["MyIngress.outer", "NoAction"]
+    assert [c.preamble.name for c in p4info.counters] == ["MyIngress.spare"]
