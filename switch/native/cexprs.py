@@ -131,6 +131,10 @@ class ExprTx:
             return f"({a} * {b})"
         if op is ast.BitAnd:
             return f"({a} & {b})"
+        if op is ast.Mod:
+            return f"({a} % {self.divisor(e.right)})"
+        if op is ast.FloorDiv:
+            return f"({a} / {self.divisor(e.right)})"
         if op is ast.BitOr:
             return f"({a} | {b})"
         if op is ast.BitXor:
@@ -185,7 +189,23 @@ class ExprTx:
         return self.expr(e)
 
     def x_IfExp(self, e: ast.IfExp) -> str:
-        return f"(({self.expr(e.test)}) ? ({self.expr(e.body)}) : ({self.expr(e.orelse)}))"
+        # `x % m if m else base` (hash): the division only runs when m is not zero
+        guard = ast.unparse(e.test)
+        nonzero = getattr(self, "nonzero", set())
+        self.nonzero = nonzero | {guard}
+        try:
+            body = self.expr(e.body)
+        finally:
+            self.nonzero = nonzero
+        return f"(({self.expr(e.test)}) ? ({body}) : ({self.expr(e.orelse)}))"
+
+    def divisor(self, e: ast.expr) -> str:
+        """A divisor known not to be zero here (a constant, or guarded by the enclosing test)."""
+        if isinstance(e, ast.Constant) and isinstance(e.value, int) and e.value > 0:
+            return self.expr(e)
+        if ast.unparse(e) in getattr(self, "nonzero", set()):
+            return self.expr(e)
+        raise Unsupported(f"a division by {ast.unparse(e)}, which may be zero")
 
     def x_Attribute(self, e: ast.Attribute) -> str:
         if isinstance(e.value, ast.Name) and e.value.id == "P":

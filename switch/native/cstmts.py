@@ -152,6 +152,8 @@ class StmtTx(ExprTx, ExternTx):
 
     def s_Raise(self, s: ast.Raise) -> None:
         e = s.exc
+        if isinstance(e, ast.Call) and not e.args and ast.unparse(e.func) == "ExitPipeline":
+            e = e.func
         if isinstance(e, ast.Name) and e.id == "ExitPipeline":
             self.out(f"_rc = P4R_EXIT; {self.raise_code()}")
             return

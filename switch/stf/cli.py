@@ -59,6 +59,14 @@ def _parser() -> argparse.ArgumentParser:
         help="print, per packet, the tables hit and actions run",
     )
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    p.add_argument(
+        "--engine",
+        choices=("native", "python"),
+        default="native",
+        help="the data-plane engine: native (generated C, the default; falls back to python "
+        "with one line when the program or the machine cannot run it) or python (the "
+        "interpreter; also used with -v)",
+    )
     return p
 
 
@@ -109,7 +117,13 @@ def _main(argv: list[str] | None) -> int:
     except CodegenError as e:
         print(str(e), file=sys.stderr)
         return 2
-    runner = StfRunner(pipeline, str(stf), trace=args.verbose)
+    runner = StfRunner(
+        pipeline,
+        str(stf),
+        trace=args.verbose,
+        engine=args.engine,
+        notice=lambda line: print(f"{PROG}: {line}", file=sys.stderr),
+    )
     try:
         outcome = runner.run(commands)
     except StfRunError as e:
