@@ -57,6 +57,8 @@ def _bind(lib: ctypes.CDLL) -> None:
         ctypes.POINTER(U32),
     ]
     lib.p4r_process_batch.restype = ctypes.c_int64
+    lib.p4r_ctr_get.argtypes = [vp, U32, U32, ctypes.POINTER(U64), ctypes.POINTER(U64)]
+    lib.p4r_ctr_set.argtypes = [vp, U32, U32, U64, U64]
     lib.p4r_faults.argtypes = [vp]
     lib.p4r_faults.restype = U64
 
@@ -191,6 +193,14 @@ class NativeSwitch:
         sby = (U64 * max(n, 1))(*by) if by is not None else None
         self.lib.p4r_ctr_bulk(self._E, c, n, dpk, dby, spk, sby)
         return list(dpk[:n]), list(dby[:n])
+
+    def ctr_get(self, c: int, i: int) -> tuple[int, int]:
+        pk, by = U64(0), U64(0)
+        self.lib.p4r_ctr_get(self._E, c, i, ctypes.byref(pk), ctypes.byref(by))
+        return int(pk.value), int(by.value)
+
+    def ctr_set(self, c: int, i: int, pk: int, by: int) -> None:
+        self.lib.p4r_ctr_set(self._E, c, i, pk, by)
 
     # ------------------------------------------------------------------ the packet path
     def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:

@@ -10,6 +10,7 @@ the P4Runtime server and tests see the same objects whichever engine runs the pa
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..interp.externs import Counter, ExternError, Register, _check_index
@@ -63,15 +64,80 @@ def lookup_order(t: Table) -> list[TableEntry]:
     return list(t._scan)
 
 
+class CellView:
+    """A list-like view of cells that live in the engine (``values``, ``packets``, ``bytes``).
+
+    Reads and writes, by index or slice, go to the engine, so code written for the Python
+    objects' lists (``reg.values[:] = old``, ``counter.packets[i]``) keeps working.
+    """
+
+    def __init__(
+        self,
+        size: int,
+        get: Callable[[int], int],
+        put: Callable[[int, int], None],
+        get_all: Callable[[], list[int]],
+        put_all: Callable[[list[int]], None],
+    ) -> None:
+        self.size, self._get, self._put = size, get, put
+        self._get_all, self._put_all = get_all, put_all
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._get_all())
+
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return self._get_all()[i]
+        if i < 0:
+            i += self.size
+        if not 0 <= i < self.size:
+            raise IndexError("cell index out of range")
+        return self._get(i)
+
+    def __setitem__(self, i: int | slice, v: Any) -> None:
+        if isinstance(i, slice):
+            cells = self._get_all()
+            cells[i] = v
+            if len(cells) != self.size:
+                raise ValueError("cannot change the number of cells")
+            self._put_all(cells)
+            return
+        if i < 0:
+            i += self.size
+        if not 0 <= i < self.size:
+            raise IndexError("cell index out of range")
+        self._put(i, v)
+
+    def __eq__(self, other: object) -> bool:
+        try:
+            return self._get_all() == list(other)  # type: ignore[call-overload]
+        except TypeError:
+            return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self._get_all())
+
+
 class NativeRegister(Register):
     """Register cells live in the engine; the Python object reads and writes them there."""
 
     _native: Any  # (engine, register index)
 
     @property  # type: ignore[override]
-    def values(self) -> list[int]:
+    def values(self) -> CellView:
         eng, r = self._native
-        return eng.reg_bulk(r, self.size)
+        return CellView(
+            self.size,
+            lambda i: eng.reg_get(r, i),
+            lambda i, v: eng.reg_set(r, i, v & self._mask),
+            lambda: eng.reg_bulk(r, self.size),
+            lambda vs: eng.reg_bulk(r, self.size, [v & self._mask for v in vs]),
+        )
 
     def read(self, index: int) -> int:
         eng, r = self._native
@@ -102,39 +168,65 @@ class NativeCounter(Counter):
 
     _native: Any
 
-    @property  # type: ignore[override]
-    def packets(self) -> list[int]:
+    def _view(self, which: int) -> CellView:
         eng, c = self._native
-        return eng.ctr_bulk(c, self.size)[0]
+
+        def put(i: int, v: int) -> None:
+            cur = list(eng.ctr_get(c, i))
+            cur[which] = v
+            eng.ctr_set(c, i, *cur)
+
+        def put_all(vs: list[int]) -> None:
+            both = list(eng.ctr_bulk(c, self.size))
+            both[which] = list(vs)
+            eng.ctr_bulk(c, self.size, *both)
+
+        return CellView(
+            self.size,
+            lambda i: eng.ctr_get(c, i)[which],
+            put,
+            lambda: eng.ctr_bulk(c, self.size)[which],
+            put_all,
+        )
 
     @property  # type: ignore[override]
-    def bytes(self) -> list[int]:
-        eng, c = self._native
-        return eng.ctr_bulk(c, self.size)[1]
+    def packets(self) -> CellView:
+        return self._view(0)
+
+    @packets.setter
+    def packets(self, values: list[int]) -> None:
+        self._view(0)[:] = list(values)
+
+    @property  # type: ignore[override]
+    def bytes(self) -> CellView:
+        return self._view(1)
+
+    @bytes.setter
+    def bytes(self, values: list[int]) -> None:
+        self._view(1)[:] = list(values)
 
     def count(self, index: int, length: int) -> None:
         if 0 <= index < self.size:
-            pk, by = self._native[0].ctr_bulk(self._native[1], self.size)
-            pk[index] += 1
-            by[index] += length
-            self._native[0].ctr_bulk(self._native[1], self.size, pk, by)
+            eng, c = self._native
+            pk, by = eng.ctr_get(c, index)
+            eng.ctr_set(c, index, pk + 1, by + length)
 
     def cp_read(self, index: int) -> tuple[int, int]:
         _check_index(self.name, index, self.size)
-        pk, by = self._native[0].ctr_bulk(self._native[1], self.size)
-        return pk[index], by[index]
+        eng, c = self._native
+        return eng.ctr_get(c, index)
 
     def cp_write(self, index: int, packets: int, nbytes: int) -> None:
         _check_index(self.name, index, self.size)
         if packets < 0 or nbytes < 0:
             raise ExternError(f"{self.name}: counter values cannot be negative")
-        pk, by = self._native[0].ctr_bulk(self._native[1], self.size)
-        pk[index], by[index] = packets, nbytes
-        self._native[0].ctr_bulk(self._native[1], self.size, pk, by)
+        eng, c = self._native
+        eng.ctr_set(c, index, packets, nbytes)
 
     def reset(self) -> None:
         zero = [0] * self.size
-        self._native[0].ctr_bulk(self._native[1], self.size, zero, zero)
+        eng, c = self._native
+        eng.ctr_bulk(c, self.size, zero, zero)
 
 
 _PRE_MUTATORS = (

@@ -247,3 +247,17 @@ void p4r_ctr_bulk(p4r_engine *E, uint32_t c, uint32_t n, uint64_t *pk, uint64_t 
     if (by) memcpy(by, E->ctr_by[c], n * sizeof(uint64_t));
     pthread_mutex_unlock(&E->mu);
 }
+
+void p4r_ctr_get(p4r_engine *E, uint32_t c, uint32_t i, uint64_t *pk, uint64_t *by) {
+    pthread_mutex_lock(&E->mu);
+    *pk = E->ctr_pk[c][i];
+    *by = E->ctr_by[c][i];
+    pthread_mutex_unlock(&E->mu);
+}
+
+void p4r_ctr_set(p4r_engine *E, uint32_t c, uint32_t i, uint64_t pk, uint64_t by) {
+    pthread_mutex_lock(&E->mu);
+    E->ctr_pk[c][i] = pk;
+    E->ctr_by[c][i] = by;
+    pthread_mutex_unlock(&E->mu);
+}
