@@ -19,7 +19,7 @@ from ..interp.tables import Table
 from .cexprs import U64, Unsupported, const
 from .cstmts import StmtTx
 
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"
 STD_NEEDED = (
     "ingress_port",
     "egress_spec",
@@ -284,8 +284,12 @@ def state_code(objs: ProgramObjects) -> str:
     lines.append("        free(E->ctr_pk[i]); free(E->ctr_by[i]);")
     lines += ["    }", "}", "static void p4r_init_tables(p4r_engine *E) {"]
     for i, t in enumerate(objs.table_list):
-        exact = int(bool(t.keys) and all(k.match_kind == "exact" for k in t.keys))
-        lines.append(f"    E->tables[{i}].nkeys = {len(t.keys)}; E->tables[{i}].exact = {exact};")
+        exact = int(t.mode == "exact" and bool(t.keys))
+        lpm = int(t.mode == "lpm")
+        lines.append(
+            f"    E->tables[{i}].nkeys = {len(t.keys)}; E->tables[{i}].exact = {exact};"
+            f" E->tables[{i}].lpm = {lpm};"
+        )
     lines.append("}")
     return "\n".join(lines)
 

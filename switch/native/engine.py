@@ -59,6 +59,17 @@ def _bind(lib: ctypes.CDLL) -> None:
     lib.p4r_process_batch.restype = ctypes.c_int64
     lib.p4r_ctr_get.argtypes = [vp, U32, U32, ctypes.POINTER(U64), ctypes.POINTER(U64)]
     lib.p4r_ctr_set.argtypes = [vp, U32, U32, U64, U64]
+    lib.p4r_process_one.argtypes = [
+        vp,
+        U32,
+        ctypes.c_char_p,
+        U32,
+        U64,
+        ctypes.c_void_p,
+        U32,
+        ctypes.POINTER(U32),
+    ]
+    lib.p4r_process_one.restype = ctypes.c_int64
     lib.p4r_faults.argtypes = [vp]
     lib.p4r_faults.restype = U64
 
@@ -92,6 +103,9 @@ class NativeSwitch:
         self.log_messages: list[str] = []
         self._out_max = program.objects.emit_total + 64
         self._buf = ctypes.create_string_buffer(1 << 16)
+        self._used = U32(0)
+        self._used_ref = ctypes.byref(self._used)
+        self._one = self.lib.p4r_process_one
         objs = program.objects
         for i, t in enumerate(objs.table_list):
             t.__class__ = NativeTable
@@ -205,7 +219,27 @@ class NativeSwitch:
     # ------------------------------------------------------------------ the packet path
     def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
         """Run one packet arriving on ``port``; return the (port, bytes) it produced."""
-        return self.process_batch([(port, data)])
+        n = len(data)
+        cap = (self.pre.max_replicas() + 1) * (n + self._out_max + 8) + 64  # type: ignore[attr-defined]
+        if len(self._buf) < cap:
+            self._buf = ctypes.create_string_buffer(max(cap, 2 * len(self._buf)))
+        used = self._used
+        r = self._one(self._E, port, data, n, self.clock(), self._buf, cap, self._used_ref)
+        if r < 0:
+            raise NativeError("the native engine failed on the packet")
+        if r == 0:
+            return []
+        raw = ctypes.string_at(self._buf, used.value)
+        if r == 1:
+            return [(_HEAD.unpack_from(raw)[0], raw[8:])]
+        out = []
+        pos = 0
+        while pos < len(raw):
+            p, ln = _HEAD.unpack_from(raw, pos)
+            pos += 8
+            out.append((p, raw[pos : pos + ln]))
+            pos += ln
+        return out
 
     def process_batch(self, packets: Sequence[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
         """Run packets in order in one call; return every frame that left, in order."""

@@ -203,6 +203,8 @@ void p4r_free(p4r_engine *E) {
     for (uint32_t t = 0; t < P4R_NTABLES; t++) {
         free(E->tables[t].e);
         free(E->tables[t].hash);
+        for (uint32_t g = 0; g < E->tables[t].ngroups; g++) free(E->tables[t].groups[g].hash);
+        free(E->tables[t].groups);
     }
     for (uint32_t g = 0; g < P4R_MAX_GROUP; g++)
         if (E->groups[g]) {
@@ -260,4 +262,11 @@ void p4r_ctr_set(p4r_engine *E, uint32_t c, uint32_t i, uint64_t pk, uint64_t by
     E->ctr_pk[c][i] = pk;
     E->ctr_by[c][i] = by;
     pthread_mutex_unlock(&E->mu);
+}
+
+/* One packet (the common in-process call): as p4r_process_batch with n = 1. */
+int64_t p4r_process_one(p4r_engine *E, uint32_t port, const uint8_t *data, uint32_t len,
+                        uint64_t now, uint8_t *out, uint32_t cap, uint32_t *used) {
+    uint32_t off = 0;
+    return p4r_process_batch(E, 1, &port, data, &off, &len, now, out, cap, used);
 }

@@ -30,8 +30,18 @@ typedef struct p4r_entry {
     uint64_t a[P4R_MAX_KEYS + 1], b[P4R_MAX_KEYS + 1];
 } p4r_entry;
 
+/* Entries sharing one mask per key (an LPM table's prefix length), hashed on the masked key. */
+typedef struct p4r_mgroup {
+    uint32_t start, n, hcap;
+    int32_t *hash;
+    uint64_t mask[P4R_MAX_KEYS + 1];
+} p4r_mgroup;
+
 typedef struct p4r_table {
     uint32_t nkeys, exact; /* exact: every key exact, looked up through the hash index */
+    uint32_t lpm;          /* lpm: entries in groups of one prefix length, longest first */
+    uint32_t ngroups;
+    p4r_mgroup *groups;
     uint32_t n;
     p4r_entry *e;          /* in lookup order (the Python table's order) */
     int32_t *hash;         /* open addressing, -1 empty; hcap a power of two */
@@ -231,6 +241,25 @@ static const p4r_entry *p4r_lookup(const p4r_table *t, const uint64_t *key) {
             i = (i + 1) & m;
         }
     }
+    if (t->lpm) {
+        uint64_t k[P4R_MAX_KEYS + 1];
+        for (uint32_t g = 0; g < t->ngroups; g++) {
+            const p4r_mgroup *G = &t->groups[g];
+            for (uint32_t j = 0; j < t->nkeys; j++) k[j] = key[j] & G->mask[j];
+            uint32_t m = G->hcap - 1, i = (uint32_t)p4r_key_hash(k, t->nkeys) & m;
+            for (;;) {
+                int32_t x = G->hash[i];
+                if (x < 0) break;
+                const p4r_entry *e = &t->e[x];
+                uint32_t j = 0;
+                for (; j < t->nkeys; j++)
+                    if (e->b[j] != k[j]) break;
+                if (j == t->nkeys) return e;
+                i = (i + 1) & m;
+            }
+        }
+        return NULL;
+    }
     for (uint32_t x = 0; x < t->n; x++) {
         const p4r_entry *e = &t->e[x];
         uint32_t j = 0;
@@ -286,16 +315,67 @@ int p4r_table_load(p4r_engine *E, uint32_t t, uint32_t n, const uint64_t *flat) 
             hash[i] = (int32_t)x;
         }
     }
+    uint32_t ngroups = 0;
+    p4r_mgroup *groups = NULL;
+    if (T->lpm && n) {
+        groups = calloc(n, sizeof *groups); /* at most one group per entry */
+        if (!groups) {
+            free(e);
+            free(hash);
+            return -1;
+        }
+        for (uint32_t x = 0; x < n; x++) {
+            int same = ngroups > 0;
+            for (uint32_t j = 0; same && j < T->nkeys; j++)
+                same = groups[ngroups - 1].mask[j] == e[x].a[j];
+            if (!same) {
+                p4r_mgroup *G = &groups[ngroups++];
+                G->start = x;
+                for (uint32_t j = 0; j < T->nkeys; j++) G->mask[j] = e[x].a[j];
+            }
+            groups[ngroups - 1].n++;
+        }
+        int failed = 0;
+        for (uint32_t g = 0; g < ngroups; g++) {
+            p4r_mgroup *G = &groups[g];
+            G->hcap = 8;
+            while (G->hcap < 2 * G->n) G->hcap <<= 1;
+            G->hash = malloc(G->hcap * sizeof *G->hash);
+            if (!G->hash) {
+                failed = 1;
+                break;
+            }
+            memset(G->hash, 0xff, G->hcap * sizeof *G->hash);
+            for (uint32_t x = G->start; x < G->start + G->n; x++) {
+                uint32_t i = (uint32_t)p4r_key_hash(e[x].b, T->nkeys) & (G->hcap - 1);
+                while (G->hash[i] >= 0) i = (i + 1) & (G->hcap - 1);
+                G->hash[i] = (int32_t)x;
+            }
+        }
+        if (failed) {
+            for (uint32_t g = 0; g < ngroups; g++) free(groups[g].hash);
+            free(groups);
+            free(e);
+            free(hash);
+            return -1;
+        }
+    }
     pthread_mutex_lock(&E->mu);
     p4r_entry *olde = T->e;
     int32_t *oldh = T->hash;
+    p4r_mgroup *oldg = T->groups;
+    uint32_t oldng = T->ngroups;
     T->e = e;
     T->n = n;
     T->hash = hash;
     T->hcap = hcap;
+    T->groups = groups;
+    T->ngroups = ngroups;
     pthread_mutex_unlock(&E->mu);
     free(olde);
     free(oldh);
+    for (uint32_t g = 0; g < oldng; g++) free(oldg[g].hash);
+    free(oldg);
     return 0;
 }
 
