@@ -96,6 +96,12 @@ def generate(pipeline: Pipeline) -> NativeProgram:
     ns = pipeline.namespace
     objs = ProgramObjects(pipeline)
     check_objects(pipeline, objs)
+    # the same generated Python (the same program) gives the same C: translate it once per
+    # process (test suites build the same program many times)
+    cached = _CACHE.get(pipeline.source)
+    if cached is not None:
+        objs.emit_total, objs.bitbuf_max = cached[1], cached[2]
+        return NativeProgram(cached[0], objs)
     mod = ast.parse(pipeline.source)
     fdefs = [f for f in mod.body if isinstance(f, ast.FunctionDef)]
     if len(fdefs) != len(mod.body):
@@ -148,7 +154,14 @@ def generate(pipeline: Pipeline) -> NativeProgram:
     parts.append(state_code(objs))
     parts.append(resources.files(__package__).joinpath("runtime/p4r_path.c").read_text())
     del ns
-    return NativeProgram("\n".join(parts) + "\n", objs)
+    source = "\n".join(parts) + "\n"
+    if len(_CACHE) > 64:
+        _CACHE.clear()
+    _CACHE[pipeline.source] = (source, objs.emit_total, objs.bitbuf_max)
+    return NativeProgram(source, objs)
+
+
+_CACHE: dict[str, tuple[str, int, int]] = {}
 
 
 def check_objects(pipeline: Pipeline, objs: ProgramObjects) -> None:

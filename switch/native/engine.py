@@ -116,13 +116,15 @@ class NativeSwitch:
             values = list(r.__dict__.pop("values", [0] * r.size))
             r.__class__ = NativeRegister
             r._native = (self, i)  # type: ignore[attr-defined]
-            self.reg_bulk(i, r.size, [v & r._mask for v in values])
+            if any(values):  # the engine starts with zeroed cells
+                self.reg_bulk(i, r.size, [v & r._mask for v in values])
         for i, c in enumerate(objs.counter_list):
             pk = list(c.__dict__.pop("packets", [0] * c.size))
             by = list(c.__dict__.pop("bytes", [0] * c.size))
             c.__class__ = NativeCounter
             c._native = (self, i)  # type: ignore[attr-defined]
-            self.ctr_bulk(i, c.size, pk, by)
+            if any(pk) or any(by):
+                self.ctr_bulk(i, c.size, pk, by)
         rng = pipeline.namespace.get("RNG")
         if rng is not None:
             state = rng.getstate()[1]
@@ -194,19 +196,30 @@ class NativeSwitch:
         self.lib.p4r_reg_set(self._E, r, i, v)
 
     def reg_bulk(self, r: int, n: int, values: list[int] | None = None) -> list[int]:
-        dst = (U64 * max(n, 1))()
-        src = (U64 * max(n, 1))(*values) if values is not None else None
-        self.lib.p4r_reg_bulk(self._E, r, n, dst, src)
-        return list(dst[:n])
+        dst = array("Q", bytes(8 * max(n, 1)))
+        src = array("Q", values) if values is not None else None
+        self.lib.p4r_reg_bulk(
+            self._E,
+            r,
+            n,
+            (U64 * len(dst)).from_buffer(dst),
+            (U64 * len(src)).from_buffer(src) if src is not None and len(src) else None,
+        )
+        return dst.tolist()[:n]
 
     def ctr_bulk(
         self, c: int, n: int, pk: list[int] | None = None, by: list[int] | None = None
     ) -> tuple[list[int], list[int]]:
-        dpk, dby = (U64 * max(n, 1))(), (U64 * max(n, 1))()
-        spk = (U64 * max(n, 1))(*pk) if pk is not None else None
-        sby = (U64 * max(n, 1))(*by) if by is not None else None
-        self.lib.p4r_ctr_bulk(self._E, c, n, dpk, dby, spk, sby)
-        return list(dpk[:n]), list(dby[:n])
+        m = max(n, 1)
+        dpk, dby = array("Q", bytes(8 * m)), array("Q", bytes(8 * m))
+        spk = array("Q", pk) if pk is not None and n else None
+        sby = array("Q", by) if by is not None and n else None
+
+        def ptr(a: array | None) -> Any:
+            return (U64 * len(a)).from_buffer(a) if a is not None else None
+
+        self.lib.p4r_ctr_bulk(self._E, c, n, ptr(dpk), ptr(dby), ptr(spk), ptr(sby))
+        return dpk.tolist()[:n], dby.tolist()[:n]
 
     def ctr_get(self, c: int, i: int) -> tuple[int, int]:
         pk, by = U64(0), U64(0)

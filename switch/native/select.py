@@ -45,15 +45,13 @@ def make_switch(
         sw = V1Switch(pipeline, clock=clock, trace=trace)
         sw.engine = "python"  # type: ignore[attr-defined]
         return sw
-    reason = native_refusal(pipeline)
-    if reason is None:
-        from .cprogram import generate
-        from .engine import NativeSwitch
+    from .cprogram import generate
+    from .engine import NativeSwitch
 
-        try:
-            return NativeSwitch(pipeline, generate(pipeline), clock=clock, sanitize=sanitize)
-        except (Unsupported, BuildError) as e:
-            reason = str(e)
+    try:
+        return NativeSwitch(pipeline, generate(pipeline), clock=clock, sanitize=sanitize)
+    except (Unsupported, BuildError) as e:
+        reason = str(e)
     line = f"native engine not used for {pipeline.name}: {reason}; running the Python engine"
     log.info(line)
     if notice is not None:
