@@ -1,7 +1,7 @@
 """Compile generated C into a shared object, cached by content hash, and load it.
 
 The cache key is the SHA-256 of the generated source (which embeds the generator version and
-the fixed runtime) plus the compiler command. Objects are written to a temporary name in the
+the fixed runtime) and the compiler flags. Objects are written to a temporary name in the
 cache directory and renamed into place, so a concurrent start never loads half a file.
 Every failure (no compiler, the compiler crashing or refusing the code, an unwritable or
 full cache directory) raises ``BuildError`` with one line saying what went wrong.
@@ -44,15 +44,16 @@ def flags(sanitize: bool) -> list[str]:
 
 def build(source: str, sanitize: bool = False) -> Path:
     """The path of the shared object for ``source``, compiling it on a cache miss."""
-    cc = compiler()
-    if cc is None:
-        raise BuildError("no C compiler found (cc; set CC or P4REDUCE_CC)")
     opts = flags(sanitize)
-    key = hashlib.sha256("\0".join([source, cc, *opts]).encode()).hexdigest()[:32]
+    # the source embeds the generator version and the runtime, so it is the whole key
+    key = hashlib.sha256("\0".join([source, *opts]).encode()).hexdigest()[:32]
     directory = cache_dir()
     target = directory / f"p4r_{key}{'_asan' if sanitize else ''}.so"
     if target.exists():
-        return target
+        return target  # a second start needs no compiler
+    cc = compiler()
+    if cc is None:
+        raise BuildError("no C compiler found (cc; set CC or P4REDUCE_CC)")
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as e:

@@ -147,6 +147,8 @@ class ExprTx:
             if isinstance(e.right, ast.Constant) and 0 <= e.right.value < 64:
                 return f"({a} >> {b})"
             return f"p4r_shr({a}, {b})"
+        if op is ast.Sub:
+            raise Unsupported(f"signed arithmetic ({ast.unparse(e)})")
         raise Unsupported(f"the operator {type(e.op).__name__} in {ast.unparse(e)}")
 
     def x_UnaryOp(self, e: ast.UnaryOp) -> str:
