@@ -19,7 +19,7 @@ from ..interp.tables import Table
 from .cexprs import U64, Unsupported, const
 from .cstmts import StmtTx
 
-GENERATOR_VERSION = "2"
+GENERATOR_VERSION = "3"
 STD_NEEDED = (
     "ingress_port",
     "egress_spec",

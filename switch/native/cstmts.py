@@ -45,6 +45,7 @@ class StmtTx(ExprTx, ExternTx):
         if args[:2] != ["S", "P"]:
             raise Unsupported(f"the function {f.name} (not a pipeline function)")
         self.fn = FnCtx(f.name)
+        self.bb_bits: dict[str, int] = {}
         self.lines = []
         self.depth = 1
         self.returns = self.objects.returns_value(f.name)
@@ -288,6 +289,9 @@ class StmtTx(ExprTx, ExternTx):
             w = int(v.left.right.value)
             if w > 64:
                 raise Unsupported("a field wider than 64 bits in a field list")
+            # every push of the function, summed: a bound on the buffer's length
+            self.bb_bits[name] = self.bb_bits.get(name, 0) + w
+            self.objects.note_bitbuf(self.bb_bits[name] + 8)
             self.out(f"p4r_bb_push(&{name}, {self.expr(v.right)}, {w});")
             return
         # _a = (_a << (-_w % 8)).to_bytes((_w + 7) // 8, 'big'): pad to a byte

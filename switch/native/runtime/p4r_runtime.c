@@ -121,12 +121,10 @@ static inline void p4r_bb_reset(p4r_bitbuf *bb) {
 
 static inline void p4r_bb_push(p4r_bitbuf *bb, uint64_t v, uint32_t w) {
     if (w == 0) return;
-    if (w < 64) v &= (UINT64_C(1) << w) - 1;
-    for (uint32_t i = 0; i < w; i++) { /* simple and exact; field lists are short */
-        uint32_t bit = (uint32_t)((v >> (w - 1 - i)) & 1);
-        uint32_t pos = bb->nbits + i;
-        if (bit) bb->b[pos / 8] |= (uint8_t)(0x80 >> (pos % 8));
-    }
+    /* the buffer as one big-endian number of sizeof bb->b bytes: the field's offset from its
+     * least significant bit */
+    uint32_t cap = (uint32_t)sizeof bb->b;
+    p4r_put_bits(bb->b, cap, cap * 8 - bb->nbits - w, w, v);
     bb->nbits += w;
 }
 
