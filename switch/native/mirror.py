@@ -158,6 +158,24 @@ class NativeRegister(Register):
             raise ExternError(f"{self.name}: value {value} does not fit in {self.width} bits")
         self.write(index, value)
 
+    def cp_fill(self, indexes: list[int], value: int) -> None:
+        """``cp_write(i, value)`` for every index, in one engine call (wildcard writes)."""
+        for i in (indexes[0], indexes[-1]) if indexes else ():
+            _check_index(self.name, i, self.size)
+        if not 0 <= value <= self._mask:
+            raise ExternError(f"{self.name}: value {value} does not fit in {self.width} bits")
+        if not indexes:
+            return
+        eng, r = self._native
+        if len(indexes) == self.size:
+            cells = [value] * self.size
+        else:
+            cells = eng.reg_bulk(r, self.size)
+            for i in indexes:
+                _check_index(self.name, i, self.size)
+                cells[i] = value
+        eng.reg_bulk(r, self.size, cells)
+
     def reset(self) -> None:
         eng, r = self._native
         eng.reg_bulk(r, self.size, [0] * self.size)
