@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...controller.credentials import JOB_SECRET_ENV, new_secret
 from ..local import (
     Proc,
     StackError,
@@ -334,6 +335,7 @@ class MininetStack:
         self._seq += 1
         text = json.dumps(list(plan))
         procs = []
+        env = {JOB_SECRET_ENV: new_secret()}  # the job's secret: environment, never argv
         for h in self.hosts:
             args = [
                 sys.executable, "-m", "p4reduce.testbed.worker", "--url", self.url,
@@ -341,7 +343,7 @@ class MininetStack:
                 "--bind", h.ip, "--mac", h.mac, "--switch-port", str(h.switch_port),
                 "--slots", str(self.slots), "--timeout", f"{timeout:g}", "--plan", text,
             ]  # fmt: skip
-            procs.append(self.spawn_in(h, f"p4reduce{self._seq}-{h.rank}", args))
+            procs.append(self.spawn_in(h, f"p4reduce{self._seq}-{h.rank}", args, env=env))
         return procs
 
     def spawn_gloo(

@@ -87,11 +87,6 @@ def test_a_nan_gradient_fails_backward_with_the_reason(tmp_path: Path) -> None:
         assert rank["nan"]["finite"], rank
 
 
-@pytest.mark.skip(
-    reason="issue 20: PowerSGD on a p4reduce group hangs (its futures complete on the "
-    "session's worker thread, where PowerSGD's callbacks issue and wait for the next "
-    "all-reduce); enable once issue 20 is merged"
-)
 @pytest.mark.timeout(300)
 def test_powersgd_on_a_p4reduce_group(tmp_path: Path) -> None:
     res = run(["powersgd"], 2, tmp_path, timeout=240)
