@@ -132,6 +132,10 @@ def generate(pipeline: Pipeline) -> NativeProgram:
             p, b = tx.function(f)
         except Unsupported as e:
             raise Unsupported(e.what, _where(pipeline, f.name)) from None
+        except RecursionError:
+            # a generator pass that still recurses met a deeper expression than Python's
+            # stack allows: refuse (the Python engine runs it) rather than fail the load
+            raise Unsupported("an expression nested too deeply", _where(pipeline, f.name)) from None
         protos.append(p)
         bodies.append(b)
     stage_fns = {}

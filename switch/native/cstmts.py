@@ -319,22 +319,25 @@ class StmtTx(ExprTx, ExternTx):
         """OR the terms of ``value`` (shifted fields, MSB first) into ``buf[0..nbytes)``."""
         terms: list[tuple[ast.expr, int]] = []
 
-        def flatten(e: ast.expr, shift: int) -> None:
+        # An explicit stack, not recursion: a K = 1024 payload is a chain of 1,024 `|`s,
+        # deeper than Python's recursion limit. Left before right keeps the source order.
+        stack: list[tuple[ast.expr, int]] = [(value, 0)]
+        while stack:
+            e, shift = stack.pop()
             if isinstance(e, ast.BinOp) and isinstance(e.op, ast.BitOr):
-                flatten(e.left, shift)
-                flatten(e.right, shift)
+                stack.append((e.right, shift))
+                stack.append((e.left, shift))
             elif (
                 isinstance(e, ast.BinOp)
                 and isinstance(e.op, ast.LShift)
                 and isinstance(e.right, ast.Constant)
             ):
-                flatten(e.left, shift + int(e.right.value))
+                stack.append((e.left, shift + int(e.right.value)))
             elif isinstance(e, ast.Constant) and e.value == 0:
                 pass
             else:
                 terms.append((e, shift))
 
-        flatten(value, 0)
         terms.sort(key=lambda x: -x[1])
         top = nbytes * 8
         for e, shift in terms:
