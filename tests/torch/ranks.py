@@ -450,12 +450,24 @@ def scenario_cuda() -> None:
     check = Checker(inputs).check(t.cpu().numpy())
     i = torch.arange(100, dtype=torch.int32, device=dev) * (RANK + 1)
     dist.all_reduce(i)
+    # float16 / bfloat16 CUDA tensors go through the switch too: staged, widened to float32
+    # and rounded once, so the result equals the float32 all-reduce rounded to the dtype
+    half_same = {}
+    for dtype in (torch.float16, torch.bfloat16):
+        h = torch.from_numpy(rank_data(9, RANK, 3000, "float32")).to(dev).to(dtype)
+        wide = h.float()
+        before = stats().calls
+        dist.all_reduce(h)
+        through_switch = stats().calls > before
+        dist.all_reduce(wide)
+        half_same[str(dtype)] = through_switch and bool(torch.equal(h, wide.to(dtype)))
     model = DDP(torch.nn.Linear(16, 4).to(dev), device_ids=[dev.index])
     model(torch.randn(8, 16, device=dev)).sum().backward()
     result["cuda"] = {
         "ok": check.ok,
         "max_error": check.max_abs_error,
         "int32": i.cpu().tolist() == (torch.arange(100) * sum(range(1, N + 1))).tolist(),
+        "half": half_same,
         "ddp_calls": stats().calls,
     }
     result["pids"] = stack_pids(dist.group.WORLD)

@@ -17,5 +17,6 @@ def test_cuda_tensors(tmp_path: Path) -> None:
     for r in results:
         c = r["cuda"]
         assert c["ok"] and c["int32"], c
+        assert c["half"] == {"torch.float16": True, "torch.bfloat16": True}, c
         assert c["ddp_calls"] >= 3  # float32, int32 and at least one DDP bucket
     assert wait_gone([p for r in results for p in r["pids"]], 10) == []
