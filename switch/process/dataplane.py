@@ -23,11 +23,15 @@ BURST = 64  # frames taken from one socket before looking at the others again
 
 def make_dataplane(device: Any, ports: dict[int, Port]) -> Any:
     """The native I/O loop when the device's engine offers ``native_handler()`` and the loop
-    builds here (``native_dataplane.NativeDataplane``), else the Python loop below. Where the
-    loop cannot be built, one line says why."""
+    builds here (``native_dataplane.NativeDataplane``), else the Python loop below. A switch
+    started without a program (``--no-p4``) and not told ``--engine python`` takes the native
+    loop too, so the pipeline a controller pushes later runs natively; one it cannot run
+    natively still runs, on the Python engine through the loop. Where the loop cannot be
+    built, one line says why."""
     from .native_dataplane import NativeDataplane, native_handler_of
 
-    if native_handler_of(device) is None:
+    no_program_yet = device.state is None and getattr(device, "engine", "python") != "python"
+    if native_handler_of(device) is None and not no_program_yet:
         return Dataplane(device, ports)
     from ..native import ioloop
 

@@ -165,3 +165,26 @@ def test_without_the_native_loop_the_python_loop_runs(
         "native I/O loop unavailable (no C compiler (cc) on PATH); using the Python loop"
     )
     dp.stop()
+
+
+def test_a_switch_started_without_a_program_takes_the_native_loop(rig: Rig, lib) -> None:
+    """--no-p4: no pipeline yet, so no handler to look at; the loop is native anyway (unless
+    the engine is python), and the pipeline a controller pushes later runs through it."""
+    python_device = Device(1, cpu_port=CPU, engine="python")
+    other = UdpAdapter(("127.0.0.1", 0), {1: rig.a.getsockname()})
+    dp = make_dataplane(python_device, dict(other.ports))
+    assert type(dp) is Dataplane
+    dp.stop()  # closes the other adapter's ports
+
+    dp = make_dataplane(rig.device, dict(rig.adapter.ports))  # engine "auto", no pipeline
+    assert isinstance(dp, NativeDataplane)
+    dp.start()
+    try:
+        state = rig.load(None, engine="native")
+        if getattr(state.switch, "native_handler", None) is None:
+            pytest.skip("the native engine refused fwd.p4 here (fell back to the interpreter)")
+        rig.a.sendto(b"after the push", rig.adapter.listen)
+        assert rig.b.recvfrom(100)[0] == b"after the push"
+        assert dp.loop.stats().handler_failed == 0
+    finally:
+        dp.stop()
