@@ -121,6 +121,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="p4reduce workers' first retransmission timeout in ms (default: the "
         "registration service's, 200)",
     )  # fmt: skip
+    p.add_argument(
+        "--k", type=int, choices=(64, 256, 1024), default=64,
+        help="elements per packet, compiled into the program (default 64); K = 1024 gives the "
+        "data links a jumbo MTU (9000)",
+    )  # fmt: skip
     p.add_argument("--no-gloo", action="store_true", help="skip the gloo baseline")
     p.add_argument(
         "--timeout", type=_number(float, 1, 86400, "timeout"), default=300.0, metavar="S",
@@ -140,6 +145,7 @@ def options_of(args: argparse.Namespace) -> Options:
         workers=args.workers, bw=args.bw or None, delay_ms=args.delay or None, loss=args.loss,
         elements=args.elements, density=args.density, mode=args.mode, dtype=args.dtype,
         repeat=args.repeat, gloo=not args.no_gloo, retx_ms=args.retx_ms, timeout=args.timeout,
+        k=args.k,
     )  # fmt: skip
 
 

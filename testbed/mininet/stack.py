@@ -88,6 +88,14 @@ class Host:
     switch_intf: str
 
 
+def data_link_mtu(k: int) -> int:
+    """The data links' MTU for a K-element build: 1500 while an aggregation packet fits
+    (IPv4 + UDP + 20-byte header + 4 K bytes: 304 for K = 64, 1,072 for K = 256), else a
+    jumbo 9000 (K = 1024: 4,144 bytes, a 4,158-byte frame)."""
+    ip_packet = 20 + 8 + 20 + 4 * k
+    return 1500 if ip_packet <= 1500 else 9000
+
+
 def mininet_missing() -> str | None:
     """Why the Mininet testbed cannot run here (one line), or None."""
     if os.geteuid() != 0:
@@ -250,7 +258,7 @@ class MininetStack:
 
     def _start_topology(self) -> None:
         spec = {"hosts": self.n, "bw": self.shape.bw, "delay_ms": self.shape.delay_ms,
-                "loss": self.shape.loss}  # fmt: skip
+                "loss": self.shape.loss, "mtu": data_link_mtu(self.k)}  # fmt: skip
         script = Path(topology.__file__)
         # its own session: a Ctrl-C at the terminal reaches this process, which then tears
         # down in order (processes first), rather than the driver pulling links away early

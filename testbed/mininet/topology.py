@@ -14,6 +14,8 @@ Topology (docs/testbed.md has the picture):
   ``hI-eth1`` (management, 10.254.0.I/24) linked to a Linux bridge;
 - the P4 switch's ports are the root-namespace ends ``p4r-ethI`` of the data links (switch
   port I = host hI); the switch process itself is started by the orchestrator;
+- the data links have MTU ``mtu`` (1500 unless the orchestrator asks for a jumbo MTU, which
+  K = 1024 needs: its frames carry 4,144-byte IP packets);
 - the data links are TCLinks: HTB rate ``bw`` Mbit/s and netem ``delay`` on both ends (so
   each direction sees them once), loss as a BPF drop filter on both ends' egress
   (``loss_filter``), checksum and segmentation offloads off on both ends (a raw-socket
@@ -52,6 +54,8 @@ SWITCH_IP = DATA_NET + "254"
 SWITCH_MAC = "02:00:00:00:00:fe"
 MGMT_IP = MGMT_NET + "254"
 MAX_HOSTS = 32  # the switch's bitmap width (DESIGN.md section 5)
+DEFAULT_MTU = 1500
+MAX_MTU = 9000  # a jumbo frame: K = 1024's 4,144-byte IP packets need more than 1500
 LOCK = "/run/lock/p4reduce-testbed.lock"
 STATE = "/run/p4reduce-testbed.json"
 
@@ -217,11 +221,15 @@ def parse_spec(text: str) -> dict:
     loss = float(spec.get("loss") or 0.0)
     if not 0.0 <= loss < 1.0:
         raise TopologyError(f"loss probability {loss} is outside 0 .. 1")
+    mtu = int(spec.get("mtu") or DEFAULT_MTU)
+    if not 576 <= mtu <= MAX_MTU:
+        raise TopologyError(f"MTU {mtu} is outside 576 .. {MAX_MTU}")
     return {
         "hosts": n,
         "bw": None if spec.get("bw") is None else float(spec["bw"]),
         "delay_ms": None if spec.get("delay_ms") is None else float(spec["delay_ms"]),
         "loss": loss,
+        "mtu": mtu,
     }
 
 
@@ -298,6 +306,12 @@ def configure(spec: dict, hosts: list) -> None:
         h.cmd(f"ethtool -K h{i}-eth0 " + " ".join(off))
         swi = f"{SWITCH_NODE}-eth{i}"
         quiet("ethtool", "-K", swi, *off)
+        # both ends of the data link: a larger K needs a jumbo MTU (stack.data_link_mtu)
+        if spec["mtu"] != DEFAULT_MTU:
+            out = h.cmd(f"ip link set h{i}-eth0 mtu {spec['mtu']} && echo __done__")
+            if "__done__" not in out:
+                raise TopologyError(f"h{i}: cannot set MTU {spec['mtu']}: {out.strip()}")
+            run("ip", "link", "set", swi, "mtu", str(spec["mtu"]))
         quiet("sysctl", "-qw", f"net.ipv6.conf.{swi}.disable_ipv6=1")
         quiet("sysctl", "-qw", f"net.ipv6.conf.{MGMT_NODE}-eth{i}.disable_ipv6=1")
     if spec["delay_ms"]:

@@ -88,12 +88,23 @@ def test_not_root_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Ca
 @pytest.mark.parametrize(
     "argv, word",
     [(["--loss", "0.9"], "--loss"), (["--workers", "0"], "--workers"),
-     (["--experiment", "nope"], "--experiment"), (["--bw", "x"], "--bw")],
+     (["--experiment", "nope"], "--experiment"), (["--bw", "x"], "--bw"),
+     (["--k", "512"], "--k")],
 )  # fmt: skip
 def test_bad_command_lines_are_one_line(argv: list[str], word: str, capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     assert cli.main(["testbed", *argv]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and word in err and err.startswith("p4reduce testbed: error:")
+
+
+def test_jumbo_mtu_only_where_k_needs_it() -> None:
+    """K = 1024's 4,144-byte IP packets do not fit a 1500-byte MTU: its links get 9000."""
+    assert [stack_mod.data_link_mtu(k) for k in (64, 256, 1024)] == [1500, 1500, 9000]
+    spec = topology.parse_spec(json.dumps({"hosts": 2, "mtu": 9000}))
+    assert spec["mtu"] == 9000
+    assert topology.parse_spec('{"hosts": 2}')["mtu"] == 1500
+    with pytest.raises(topology.TopologyError, match="MTU 20000"):
+        topology.parse_spec(json.dumps({"hosts": 2, "mtu": 20000}))
 
 
 def run_cbpf(prog: str, rand: int) -> int:
@@ -139,6 +150,17 @@ def test_a_point_is_right_and_leaves_nothing(tmp_path: Path) -> None:
     with open(tmp_path / "single.csv") as f:
         assert len(list(csv.DictReader(f))) == 2
     assert (tmp_path / "single.png").stat().st_size > 0
+    assert leftovers() == []
+
+
+@needs_mininet
+def test_k1024_over_jumbo_links(tmp_path: Path) -> None:
+    r = run_testbed("-n", "2", "-m", "5000", "--dtype", "int32", "--repeat", "1", "--k", "1024",
+                    "--no-gloo", "--json", "--out", str(tmp_path))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    (row,) = [json.loads(line) for line in r.stdout.splitlines()]
+    assert row["ok"] and row["max_abs_error"] == 0
+    assert row["packets"] == 2 * 5  # ceil(5000 / 1024) blocks per worker
     assert leftovers() == []
 
 
