@@ -204,8 +204,9 @@ def embedding_model(rows: int, dim: int, classes: int) -> Any:
 @dataclass
 class Ids:
     """The embedding model's data: rank r's batch at step t is ``ids`` row indices per
-    sample, uniform over the rows, from a generator seeded with (seed, t, r); the label is
-    the argmax of a fixed random teacher's rows summed over the sample's ids."""
+    sample, skewed towards the low rows as item popularity is (P(id < r) = (r/rows)^(1/4)),
+    from a generator seeded with (seed, t, r); the label is the argmax of a fixed random
+    teacher's rows summed over the sample's ids."""
 
     seed: int
     rows: int
@@ -226,7 +227,10 @@ class Ids:
         g = torch.Generator().manual_seed(
             ((self.seed * 1_000_003 + step) * 4099 + rank) & (2**63 - 1)
         )
-        x = torch.randint(0, self.rows, (self.batch, self.ids), generator=g)
+        # skewed as item popularity is: P(id < r) = (r / rows)^(1/4), so a few rows are hot
+        # (they learn) and most are rarely touched (their gradient rows are zero)
+        u = torch.rand(self.batch, self.ids, generator=g, dtype=torch.float64)
+        x = (u**4 * self.rows).long().clamp_(max=self.rows - 1)
         return x, self.teacher[x].sum(dim=1).argmax(dim=1)
 
 

@@ -23,7 +23,7 @@ import itertools
 import shutil
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -256,8 +256,9 @@ def rows_for(
 
 
 def stack_key(point: Point) -> tuple[Any, ...]:
-    """What a point needs of the stack: points that agree on it can share one."""
-    return (point.shape, point.program, point.k, point.slots, point.retx_ms)
+    """What a point needs of the stack: points that agree on it can share one (the link
+    loss can change on a running stack)."""
+    return (replace(point.shape, loss=0.0), point.program, point.k, point.slots, point.retx_ms)
 
 
 def run_points(
@@ -297,16 +298,16 @@ def run_group(
     out: Path,
     log: Callable[[str], None] | None = None,
 ) -> list[Row]:
-    """Run points that share one stack (``run_points``): the p4reduce jobs one after
-    another (job i on the first N_i hosts, one ``jobs_worker`` process per host for all of
-    them), then every point's gloo calls (one ``gloo_worker`` per host, a group of the
-    first N_i ranks per point). The work directory is a fresh ``out/run-*``, removed
-    afterwards, except when a part fails (StackError): it is kept then for its logs, and its
-    path is in the message."""
+    """Run points that share one stack (``run_points``). Consecutive points with the same
+    link loss form a batch: the batch's p4reduce jobs run one after another (job i on the
+    first N_i hosts, one ``jobs_worker`` process per host for all of them), then its gloo
+    calls (one ``gloo_worker`` per host, a group of the first N_i ranks per point). Between
+    batches the loss filters are replaced (``MininetStack.set_loss``). The work directory
+    is a fresh ``out/run-*``, removed afterwards, except when a part fails (StackError):
+    it is kept then for its logs, and its path is in the message."""
     say = log or (lambda _m: None)
     first = points[0]
     hosts = max(p.workers for p in points)
-    timeout = sum(p.timeout for p in points)
     say(f"{first.experiment}: {hosts} hosts, links {first.shape.label()}, K = {first.k}, "
         f"{len(points)} point(s)")  # fmt: skip
     workdir = make_workdir(out)
@@ -314,38 +315,19 @@ def run_group(
     try:
         with MininetStack(
             hosts, first.shape, first.program, switch=switch, k=first.k, slots=first.slots,
-            workdir=workdir, build_dir=out / "build", log=log, join_timeout=timeout,
-            initial_timeout_ms=first.retx_ms,
+            workdir=workdir, build_dir=out / "build", log=log,
+            join_timeout=sum(p.timeout for p in points), initial_timeout_ms=first.retx_ms,
         ) as stack:  # fmt: skip
-            dirs = [workdir / f"point{job}" for job in range(1, len(points) + 1)]
-            for d in dirs:
-                d.mkdir()
-            jobs = [(job, p.workers, plan_for(p, p.items, d, "p4reduce"))
-                    for job, (p, d) in enumerate(zip(points, dirs, strict=True), start=1)]  # fmt: skip
-            procs = stack.spawn_p4reduce_jobs(jobs, timeout=timeout)
-            p4 = stack.wait(procs, timeout)
-            gloo_plan: list[dict[str, Any]] = []
-            spans = []
-            for p, d in zip(points, dirs, strict=True):
-                plan = plan_for(p, gloo_items(p), d, "gloo")
-                spans.append((len(gloo_plan), len(plan)))
-                gloo_plan += [{**it, "workers": p.workers} for it in plan]
-            gl: list[WorkerResult] = []
-            if gloo_plan:
-                need = max(p.workers for p in points if gloo_items(p))
-                procs = stack.spawn_gloo(gloo_plan, timeout=timeout, hosts=stack.hosts[:need])
-                gl = stack.wait(procs, timeout)
-        rows = []
-        for job, (p, d, (start, count)) in enumerate(zip(points, dirs, spans, strict=True), 1):
-            mine = [WorkerResult(r.rank, r.returncode, [ln for ln in r.lines if ln.get("job") == job])
-                    for r in p4[: p.workers]]  # fmt: skip
-            rows += rows_for(p, p.items, switch.label, "p4reduce", mine, d)
-            if count:
-                mine = [WorkerResult(r.rank, r.returncode,
-                                     [{**ln, "item": ln["item"] - start} for ln in r.lines
-                                      if start <= ln["item"] < start + count])
-                        for r in gl[: p.workers]]  # fmt: skip
-                rows += rows_for(p, gloo_items(p), switch.label, "gloo", mine, d)
+            rows = []
+            numbered = list(enumerate(points, start=1))  # the job id of each point
+            for b, (loss, batch) in enumerate(
+                itertools.groupby(numbered, key=lambda jp: jp[1].shape.loss)
+            ):
+                batch = list(batch)
+                if loss != stack.shape.loss:
+                    stack.set_loss(loss)
+                    say(f"{first.experiment}: link loss now {loss:g}")
+                rows += run_batch(stack, batch, switch, workdir, port=29500 + b)
         return rows
     except StackError as err:
         keep = True
@@ -353,3 +335,41 @@ def run_group(
     finally:
         if not keep:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def run_batch(
+    stack: MininetStack, batch: list[tuple[int, Point]], switch: SwitchKind, workdir: Path,
+    *, port: int,
+) -> list[Row]:  # fmt: skip
+    """One batch of ``run_group``: (job id, point) pairs on the running stack; their rows."""
+    points = [p for _, p in batch]
+    timeout = sum(p.timeout for p in points)
+    dirs = [workdir / f"point{job}" for job, _ in batch]
+    for d in dirs:
+        d.mkdir()
+    jobs = [(job, p.workers, plan_for(p, p.items, d, "p4reduce"))
+            for (job, p), d in zip(batch, dirs, strict=True)]  # fmt: skip
+    p4 = stack.wait(stack.spawn_p4reduce_jobs(jobs, timeout=timeout), timeout)
+    gloo_plan: list[dict[str, Any]] = []
+    spans = []
+    for p, d in zip(points, dirs, strict=True):
+        plan = plan_for(p, gloo_items(p), d, "gloo")
+        spans.append((len(gloo_plan), len(plan)))
+        gloo_plan += [{**it, "workers": p.workers} for it in plan]
+    gl: list[WorkerResult] = []
+    if gloo_plan:
+        need = max(p.workers for p in points if gloo_items(p))
+        procs = stack.spawn_gloo(gloo_plan, port=port, timeout=timeout, hosts=stack.hosts[:need])
+        gl = stack.wait(procs, timeout)
+    rows = []
+    for (job, p), d, (start, count) in zip(batch, dirs, spans, strict=True):
+        mine = [WorkerResult(r.rank, r.returncode, [ln for ln in r.lines if ln.get("job") == job])
+                for r in p4[: p.workers]]  # fmt: skip
+        rows += rows_for(p, p.items, switch.label, "p4reduce", mine, d)
+        if count:
+            mine = [WorkerResult(r.rank, r.returncode,
+                                 [{**ln, "item": ln["item"] - start} for ln in r.lines
+                                  if start <= ln["item"] < start + count])
+                    for r in gl[: p.workers]]  # fmt: skip
+            rows += rows_for(p, gloo_items(p), switch.label, "gloo", mine, d)
+    return rows

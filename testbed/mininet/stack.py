@@ -36,7 +36,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -332,6 +332,31 @@ class MininetStack:
         except (ValueError, KeyError):
             raise StackError(f"p4reduce-ctl serve: unexpected ready line {line!r}") from None
         self._log(f"registration service at {self.url} (management network)")
+
+    def set_loss(self, p: float) -> None:
+        """Replace the loss filter on both ends of every data link (``topology.loss_filter``:
+        drop probability ``p`` per frame and direction; 0 removes it), so one topology
+        serves several loss rates."""
+        for h in self.hosts:
+            ns = ["nsenter", f"--net=/proc/{h.pid}/ns/net", "--"]
+            for prefix, dev in ((ns, h.intf), ([], h.switch_intf)):
+                tc = [*prefix, "tc"]
+                shown = subprocess.run([*tc, "qdisc", "show", "dev", dev], capture_output=True,
+                                       text=True).stdout  # fmt: skip
+                if "clsact" not in shown:
+                    self._tc([*tc, "qdisc", "add", "dev", dev, "clsact"])
+                subprocess.run([*tc, "filter", "del", "dev", dev, "egress"],
+                               capture_output=True)  # fmt: skip
+                if p > 0:
+                    self._tc([*tc, "filter", "add", "dev", dev, "egress", "bpf", "da",
+                              "bytecode", topology.loss_filter(p)])  # fmt: skip
+        self.shape = replace(self.shape, loss=p)
+
+    @staticmethod
+    def _tc(args: list[str]) -> None:
+        done = subprocess.run(args, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise StackError(f"{' '.join(args)}: {last_line_of(done.stderr) or done.returncode}")
 
     # ------------------------------------------------------------------ workers
     def spawn_p4reduce(

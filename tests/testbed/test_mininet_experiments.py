@@ -230,7 +230,7 @@ def test_sigterm_during_sparsity_stops_everything(tmp_path: Path) -> None:
                           "--out", str(tmp_path)], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
     deadline = time.monotonic() + 90
-    while not any("p4reduce.testbed.worker" in c for c in _cmdlines().values()):
+    while not any("p4reduce.testbed.mininet.jobs_worker" in c for c in _cmdlines().values()):
         assert p.poll() is None and time.monotonic() < deadline, p.communicate()[1]
         time.sleep(0.1)
     time.sleep(1.0)

@@ -210,7 +210,7 @@ def test_ctrl_c_stops_everything(tmp_path: Path) -> None:
                           "--out", str(tmp_path)], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
     deadline = time.monotonic() + 60
-    while not any("p4reduce.testbed.worker" in c for c in _cmdlines().values()):
+    while not any("p4reduce.testbed.mininet.jobs_worker" in c for c in _cmdlines().values()):
         assert p.poll() is None and time.monotonic() < deadline, p.communicate()[1]
         time.sleep(0.1)
     time.sleep(1.0)  # the workers are joining or reducing
@@ -239,7 +239,7 @@ def test_a_killed_orchestrator_leaves_nothing(tmp_path: Path) -> None:
                           "--out", str(tmp_path)], stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
     deadline = time.monotonic() + 60
-    while not any("p4reduce.testbed.worker" in c for c in _cmdlines().values()):
+    while not any("p4reduce.testbed.mininet.jobs_worker" in c for c in _cmdlines().values()):
         assert p.poll() is None and time.monotonic() < deadline
         time.sleep(0.1)
     p.kill()
