@@ -144,8 +144,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "the switch has it)",
     )  # fmt: skip
     p.add_argument(
-        "--steps", type=_number(int, 1, 10000, "step count"), default=20, metavar="T",
-        help="training: SGD steps per run (default 20; the first 5, or fewer, are warm-up)",
+        "--steps", type=_number(int, 1, 10000, "step count"), default=15, metavar="T",
+        help="training: SGD steps per run (default 15; the first 5, or fewer, are warm-up)",
     )  # fmt: skip
     p.add_argument("--no-gloo", action="store_true", help="skip the gloo baseline")
     p.add_argument(
@@ -185,8 +185,8 @@ def run_experiment(
         return run_tenants(opts, switch, args.out, say, quiet=args.json)
     exp = EXPERIMENTS[name]
     rows: list[Row] = []
-    points = exp.points(opts)
     usable = supported_ks()
+    points = exp.points(opts, usable) if name == "scaling" else exp.points(opts)
     skipped = sorted({p.k for p in points if p.k not in usable})
     if skipped and (opts.ks or ()):
         raise StackError(f"K = {skipped[0]}: this checkout's p4src/ builds only K = "

@@ -44,7 +44,7 @@ class Options:
     gloo: bool = True
     retx_ms: int | None = None
     timeout: float = 300.0
-    steps: int = 20  # training
+    steps: int = 15  # training
 
     @property
     def bw(self) -> float | None:
@@ -124,10 +124,13 @@ def single_figure(rows: list[Row], path: Path, title: str) -> None:
 
 
 # ---------------------------------------------------------------------- scaling
-SCALING_SERIES = ((10.0, 256, (2, 4, 8, 16)), (100.0, 256, (2, 4, 8)), (100.0, 1024, (2, 4, 8)))
-"""The standard scaling set: (link Mbit/s, K, worker counts). 16 workers only at 10 Mbit/s,
-where the two cores can still feed every link; ``--bw``, ``--k`` and ``--workers`` replace
-it by their product."""
+SCALING_SERIES = ((10.0, 256, (2, 4, 8, 16)), (100.0, 1024, (2, 4, 8)))
+"""The standard scaling set: (link Mbit/s, K, worker counts); where p4src/ does not build
+K = 1024, the 100 Mbit/s series runs K = 256. 16 workers only at 10 Mbit/s, and without
+gloo there (GLOO_MAX_WORKERS): sixteen torch processes starting on the two cores take
+minutes. ``--bw``, ``--k`` and ``--workers`` replace the set by their product (with gloo
+at every point)."""
+GLOO_MAX_WORKERS = 8
 TARGET_FLAT = 1.15  # p4reduce(8) / p4reduce(2)
 TARGET_GLOO = 0.65  # p4reduce(8) / gloo(8); the ideal is (N=8) 1 / (2 * 7 / 8) = 0.57
 
@@ -137,9 +140,11 @@ def scaling_elements(bw: float | None) -> int:
     return 65_536 if bw is not None and bw <= 10 else 262_144
 
 
-def scaling_points(o: Options) -> list[Point]:
-    if o.bws is None and o.ks is None and o.workers is None:
-        series = SCALING_SERIES
+def scaling_points(o: Options, ks: Sequence[int] = (64, 256, 1024)) -> list[Point]:
+    """``ks``: the K values p4src/ builds (``switches.supported_ks``)."""
+    standard = o.bws is None and o.ks is None and o.workers is None
+    if standard:
+        series = tuple((bw, k if k in ks else 256, ns) for bw, k, ns in SCALING_SERIES)
     else:
         series = tuple(
             (bw, k, o.workers or (2, 4, 8))
@@ -149,7 +154,8 @@ def scaling_points(o: Options) -> list[Point]:
     for bw, k, workers in series:
         item = Item(o.elements or scaling_elements(bw or None), "float32", "dense")
         for n in workers:
-            points.append(o.point("scaling", n, o.shape(0.0, bw), [item], k=k))
+            gloo = None if not standard or n <= GLOO_MAX_WORKERS else []
+            points.append(o.point("scaling", n, o.shape(0.0, bw), [item], k=k, gloo_items=gloo))
     return points
 
 
@@ -237,11 +243,12 @@ LOSS_RETX_MS = 40  # about twice the round trip with 64 packets in flight at 10 
 def loss_points(o: Options) -> list[Point]:
     """The first retransmission timeout is 40 ms here unless --retx-ms says otherwise: the
     service's default (200 ms) is sized for slow switches, and under loss the time goes
-    to waiting for it (docs/results.md shows both)."""
+    to waiting for it (docs/results.md shows both). p4reduce only: gloo would start four
+    torch processes per loss rate (``-e single --loss P`` runs it beside p4reduce)."""
     n = (o.workers or (4,))[0]
     item = Item(o.elements or 20_000, o.dtype or "int32", "dense")
     return [
-        o.point("loss", n, o.shape(p), [item], retx_ms=LOSS_RETX_MS, k=o.k(64))
+        o.point("loss", n, o.shape(p), [item], retx_ms=LOSS_RETX_MS, k=o.k(64), gloo_items=[])
         for p in (o.loss or (0.0, 0.001, 0.01, 0.05))
     ]
 
