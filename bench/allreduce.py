@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from p4reduce.controller.credentials import new_secret
 from p4reduce.host import quantize as Q
 from p4reduce.testbed.local import LocalStack, Proc
 from p4reduce.testbed.worker import run_plan
@@ -88,6 +89,7 @@ class Runner:
             return [line for r in results for line in r.lines]
         lines: list[dict[str, Any]] = []
         errors: list[str] = []
+        secret = new_secret()  # the job's, shared by the worker threads
 
         def work(rank: int) -> None:
             try:
@@ -102,6 +104,7 @@ class Runner:
                         plan,
                         slots=self.stack.slots,
                         timeout=self.timeout,
+                        secret=secret,
                     )  # fmt: skip
                 )
             except Exception as err:  # noqa: BLE001 - reported below
@@ -163,7 +166,7 @@ def udp_echo(k: int, window: int, packets: int) -> dict[str, float]:
         s.bind(("127.0.0.1", 0))
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
         s.settimeout(5)
-        payload = b"\0" * (20 + 4 * k)
+        payload = b"\0" * (24 + 4 * k)  # a full aggregation payload (wire.full_length)
         target = ("127.0.0.1", port)
         for _ in range(min(window, packets)):  # warm up
             s.sendto(payload, target)

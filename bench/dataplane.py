@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SWITCH_IP, SWITCH_MAC = "10.0.0.254", 0x0200000000FE
 AGG_PORT = 48864
 JOB_ID, JOB_INDEX, SLOTS = 7, 1, 512
+JOB_KEY = 0x5EC2E7AB  # docs/protocol.md, "Job keys"
 MSG = {"dense": 1, "sparse": 2}
 
 
@@ -53,7 +54,7 @@ def frame(
 
 def agg_packet(kind: str, k: int, rank: int, slot: int, set_: int, block: int) -> bytes:
     header = struct.pack(
-        "!BBHHBBIII",
+        "!BBHHBBIIII",
         MSG[kind] << 4,
         rank,
         JOB_ID,
@@ -63,6 +64,7 @@ def agg_packet(kind: str, k: int, rank: int, slot: int, set_: int, block: int) -
         1,
         block,
         block + SLOTS,
+        JOB_KEY,
     )
     payload = struct.pack(f"!{k}i", *range(rank, rank + k))
     return frame(
@@ -89,7 +91,7 @@ def setup(kind: str, k: int, workers: int) -> V1Switch:
         t["SwitchIngress.admission.workers"].add_entry(
             [Exact(JOB_ID), Exact(ip(worker_ip(r))), Exact(5000 + r)],
             "SwitchIngress.admission.admit",
-            [JOB_INDEX, r, workers, 1 << r, 0, SLOTS, mgid],
+            [JOB_INDEX, r, workers, 1 << r, 0, SLOTS, mgid, JOB_KEY],
         )
         t["SwitchEgress.replica.replicas"].add_entry(
             [Exact(JOB_INDEX), Exact(r)],

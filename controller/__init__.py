@@ -18,6 +18,7 @@ from .errors import (
     SwitchError,
     Timeout,
 )
+from .http_server import Limits, TlsConfig
 from .jobs import Job, Member
 from .registry import Registry
 from .service import RegistrationService, Timeouts
@@ -31,6 +32,7 @@ __all__ = [
     "Host",
     "InvalidArgument",
     "Job",
+    "Limits",
     "Member",
     "NoPipeline",
     "NotFound",
@@ -43,4 +45,5 @@ __all__ = [
     "SwitchError",
     "Timeout",
     "Timeouts",
+    "TlsConfig",
 ]

@@ -31,7 +31,14 @@ from . import stats as stats_mod
 from .errors import NoPipeline, Unsupported
 from .jobs import Job, JobTable, Member
 from .p4info import Schema
-from .p4rt import DEFAULT_ADDR, DEFAULT_DEVICE_ID, DEFAULT_ELECTION_ID, DELETE, Connection
+from .p4rt import (
+    DEFAULT_ADDR,
+    DEFAULT_DEVICE_ID,
+    DEFAULT_ELECTION_ID,
+    DELETE,
+    ClientTls,
+    Connection,
+)
 from .static_config import StaticConfig
 
 
@@ -43,8 +50,9 @@ class Controller:
         election_id: int = DEFAULT_ELECTION_ID,
         timeout: float = 10.0,
         arbitrate: bool = True,
+        tls: ClientTls | None = None,
     ) -> None:
-        self.conn = Connection(grpc_addr, device_id, election_id, timeout=timeout)
+        self.conn = Connection(grpc_addr, device_id, election_id, timeout=timeout, tls=tls)
         self.arbitrate = arbitrate
         self.lock = threading.RLock()
         self.warnings: list[str] = []
@@ -158,11 +166,15 @@ class Controller:
         slot_count: int,
         slot_base: int | None = None,
         n: int | None = None,
+        key: int | None = None,
+        verifier: bytes | None = None,
     ) -> Job:
-        """Validate, allocate, clear the slot range and the index's counters, install."""
+        """Validate, allocate, clear the slot range and the index's counters, install.
+        ``key``: the job's data-plane key (None: a fresh random one, the normal case);
+        ``verifier``: of the job's secret (credentials.verifier), stored with its entries."""
         with self.lock:
             schema, table = self.schema, self.jobs()
-            job = table.plan(job_id, members, slot_count, slot_base, n)
+            job = table.plan(job_id, members, slot_count, slot_base, n, key, verifier)
             if not slots_mod.clear(self.conn, schema, job.slot_base, job.slot_count):
                 self._warn(
                     f"the switch cannot write registers (no RegisterEntry): slots "

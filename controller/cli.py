@@ -2,8 +2,10 @@
 
     p4reduce-ctl [--grpc-addr A] [--device-id D] [--election-id E] [--timeout S] [--json] COMMAND
       push [PROGRAM] [--switch-ip IP --switch-mac MAC] [--host PORT:MAC]... [--route R]...
-      serve [--listen HOST:PORT] [--program PROGRAM] [--switch-ip IP --switch-mac MAC] ...
-      job create --job ID --slots S [--slot-base B] [--n N] --member RANK:IP:UDP_PORT:MAC:PORT ...
+      serve [--listen HOST:PORT] [--program PROGRAM] [--switch-ip IP --switch-mac MAC]
+            [--operator-token-file FILE] ...
+      job create --job ID --slots S [--slot-base B] [--n N] [--secret-file FILE]
+                 --member RANK:IP:UDP_PORT:MAC:PORT ...
       job list
       job delete --job ID
       stats [--job ID]
@@ -12,6 +14,10 @@
       reset
 
 Errors are one line, ``p4reduce-ctl: error: ...``, on stderr: exit 1 (2 for a bad command line).
+
+Secrets never come from argv: the operator token from ``--operator-token-file`` or
+``$P4REDUCE_OPERATOR_TOKEN``, a job secret from ``--secret-file`` or ``$P4REDUCE_JOB_SECRET``
+(docs/controller.md, "Credentials").
 """
 
 from __future__ import annotations
@@ -24,11 +30,12 @@ from typing import Any
 
 from ..cli_common import OneLineArgumentParser as _OneLineParser
 from ..cli_common import StopSignals, internal_error, stdout_gone
-from . import addr, pipeline, program, render
+from . import addr, credentials, pipeline, program, render
 from .api import Controller
 from .errors import ControllerError, InvalidArgument
+from .http_server import Limits, TlsConfig
 from .jobs import Member
-from .p4rt import DEFAULT_ADDR, DEFAULT_DEVICE_ID, DEFAULT_ELECTION_ID
+from .p4rt import DEFAULT_ADDR, DEFAULT_DEVICE_ID, DEFAULT_ELECTION_ID, ClientTls
 from .service import DEFAULT_LISTEN, RegistrationService, Timeouts
 from .static_config import Host, Route, StaticConfig
 
@@ -113,6 +120,7 @@ T_RANGE = _typed(_range, "slot range")
 T_LISTEN = _typed(lambda t: addr.hostport(t, "listen address"), "listen address")
 T_MS = _typed(lambda t: addr.number(t, "milliseconds", 1, 3_600_000), "milliseconds")
 T_RETRIES = _typed(lambda t: addr.number(t, "retries", 0, 1_000_000), "retries")
+T_LIMIT = _typed(lambda t: addr.number(t, "limit", 1, 1 << 30), "limit")
 
 
 # ---------------------------------------------------------------------- the parser
@@ -147,6 +155,18 @@ def _common(p: argparse.ArgumentParser, defaults: bool) -> None:
         default=d(5.0),
         metavar="S",
         help="seconds to wait for the switch to answer (default 5)",
+    )
+    g.add_argument(
+        "--grpc-ca",
+        default=d(None),
+        metavar="FILE",
+        help="connect to P4Runtime over TLS, checking the switch's certificate with this CA",
+    )
+    g.add_argument(
+        "--grpc-cert", default=d(None), metavar="FILE", help="client certificate (mutual TLS)"
+    )
+    g.add_argument(
+        "--grpc-key", default=d(None), metavar="FILE", help="the client certificate's key"
     )
     g.add_argument(
         "--json", action="store_true", default=d(False), help="machine-readable JSON output"
@@ -257,6 +277,52 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="workers' retransmissions of one packet before failing (default 30)",
     )
+    g = p.add_argument_group("credentials, TLS and limits (docs/controller.md)")
+    g.add_argument(
+        "--operator-token-file",
+        metavar="FILE",
+        help=f"the operator token, first line of FILE (default ${credentials.OPERATOR_ENV}; "
+        "without one, listing all jobs is refused)",
+    )
+    g.add_argument(
+        "--http-tls-cert", metavar="FILE", help="serve HTTPS with this certificate (PEM)"
+    )
+    g.add_argument("--http-tls-key", metavar="FILE", help="the certificate's private key (PEM)")
+    g.add_argument(
+        "--http-tls-client-ca",
+        metavar="FILE",
+        help="require client certificates signed by this CA (mutual TLS)",
+    )
+    d = Limits()
+    g.add_argument(
+        "--max-body",
+        type=T_LIMIT,
+        default=d.max_body,
+        metavar="BYTES",
+        help=f"largest request body (default {d.max_body}; larger: 413)",
+    )
+    g.add_argument(
+        "--max-waiting",
+        type=T_LIMIT,
+        default=d.max_waiting_per_client,
+        metavar="N",
+        help=f"joins/barriers/recoveries waiting per client address (default "
+        f"{d.max_waiting_per_client}; more: 429)",
+    )
+    g.add_argument(
+        "--max-jobs",
+        type=T_LIMIT,
+        default=d.max_jobs,
+        metavar="N",
+        help=f"jobs tracked at once (default {d.max_jobs}; more: 507)",
+    )
+    g.add_argument(
+        "--max-connections",
+        type=T_LIMIT,
+        default=d.max_connections,
+        metavar="N",
+        help=f"requests in progress at once (default {d.max_connections}; more: 503)",
+    )
 
     p = cmd("job", "create, list or delete jobs")
     jsub = p.add_subparsers(
@@ -281,6 +347,13 @@ def build_parser() -> argparse.ArgumentParser:
     jc.add_argument("--slots", type=T_SLOTS, required=True, metavar="S", help="slot count")
     jc.add_argument("--slot-base", type=T_BASE, metavar="B", help="first slot (default: first fit)")
     jc.add_argument("--n", type=T_N, metavar="N", help="worker count (default: the members given)")
+    jc.add_argument(
+        "--secret-file",
+        metavar="FILE",
+        help=f"the job's secret, first line of FILE (default ${credentials.JOB_SECRET_ENV}, "
+        "else a fresh one, printed once); the registration service answers the job's workers "
+        "only with it",
+    )
     jl = jsub.add_parser(
         "list",
         help="list jobs and workers",
@@ -338,7 +411,16 @@ def _emit(args: argparse.Namespace, data: Any, human: str) -> None:
 
 # ---------------------------------------------------------------------- commands
 def _controller(args: argparse.Namespace, arbitrate: bool) -> Controller:
-    ctl = Controller(args.grpc_addr, args.device_id, args.election_id, args.timeout, arbitrate)
+    tls = None
+    if args.grpc_ca or args.grpc_cert or args.grpc_key:
+        if not args.grpc_ca:
+            raise InvalidArgument("--grpc-cert and --grpc-key need --grpc-ca (TLS)")
+        if (args.grpc_cert is None) != (args.grpc_key is None):
+            raise InvalidArgument("--grpc-cert and --grpc-key go together")
+        tls = ClientTls(args.grpc_ca, args.grpc_cert, args.grpc_key)
+    ctl = Controller(
+        args.grpc_addr, args.device_id, args.election_id, args.timeout, arbitrate, tls=tls
+    )
     ctl.connect(connect_timeout=args.timeout)
     return ctl
 
@@ -377,13 +459,31 @@ def cmd_push(args: argparse.Namespace, ctl: Controller) -> None:
 
 def cmd_job(args: argparse.Namespace, ctl: Controller) -> None:
     if args.job_command == "create":
-        job = ctl.create_job(args.job, args.member, args.slots, args.slot_base, args.n)
-        _emit(args, job.to_dict(), f"created job {job.job_id}\n" + render.jobs([job]))
+        secret = credentials.from_file_or_env(
+            args.secret_file, credentials.JOB_SECRET_ENV, "job secret"
+        )
+        drawn = secret is None
+        if secret is None:
+            secret = credentials.new_secret()
+        job = ctl.create_job(
+            args.job,
+            args.member,
+            args.slots,
+            args.slot_base,
+            args.n,
+            verifier=credentials.verifier(secret),
+        )
+        data = job.to_dict_with_key()
+        human = f"created job {job.job_id} (key 0x{job.key:08x})\n" + render.jobs([job])
+        if drawn:  # the operator must hand it to the workers: shown once, never stored
+            data["job_secret"] = secret
+            human += f"\njob secret (shown once; give it to the job's workers): {secret}"
+        _emit(args, data, human)
     elif args.job_command == "list":
         jobs = ctl.list_jobs()
         _emit(
             args,
-            {"jobs": [j.to_dict() for j in jobs], "free_slots": ctl.jobs().free_slots()},
+            {"jobs": [j.to_dict_with_key() for j in jobs], "free_slots": ctl.jobs().free_slots()},
             render.jobs(jobs),
         )
     else:
@@ -448,6 +548,24 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if cfg is not None:
             ctl.install_static(cfg)
         host, port = args.listen
+        token = credentials.from_file_or_env(
+            args.operator_token_file, credentials.OPERATOR_ENV, "operator token"
+        )
+        if (args.http_tls_cert is None) != (args.http_tls_key is None):
+            raise InvalidArgument("--http-tls-cert and --http-tls-key go together")
+        if args.http_tls_client_ca is not None and args.http_tls_cert is None:
+            raise InvalidArgument("--http-tls-client-ca needs --http-tls-cert and --http-tls-key")
+        tls = (
+            TlsConfig(args.http_tls_cert, args.http_tls_key, args.http_tls_client_ca)
+            if args.http_tls_cert is not None
+            else None
+        )
+        limits = Limits(
+            max_body=args.max_body,
+            max_waiting_per_client=args.max_waiting,
+            max_jobs=args.max_jobs,
+            max_connections=args.max_connections,
+        )
         svc = RegistrationService(
             ctl,
             host,
@@ -458,6 +576,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             default_slots=args.slots,
             join_timeout=args.join_timeout,
             timeouts=Timeouts(args.initial_timeout_ms, args.max_timeout_ms, args.retries),
+            operator_token=token,
+            limits=limits,
+            tls=tls,
         )
         stop = StopSignals()
         try:

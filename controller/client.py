@@ -3,11 +3,17 @@
 
     from p4reduce.controller.client import RegistrationClient
 
-    reg = RegistrationClient("http://127.0.0.1:9560")
+    reg = RegistrationClient("http://127.0.0.1:9560", secret=job_secret)
     a = reg.join(7, rank=0, n=4, ip="10.0.0.1", udp_port=5000, mac="02:00:00:00:00:01",
                  switch_port=1)           # blocks until all 4 joined; a.slot_base, a.k, ...
     reg.barrier(7, rank=0)                # blocks until all 4 arrived
     reg.leave(7, rank=0)
+
+Every request carries ``Authorization: Bearer`` with the job's secret (``secret``; the first
+join of a job sets it) or the operator token (``operator_token``, needed to list all jobs).
+With an ``https://`` URL the service's certificate is checked against ``ca`` (default: the
+system's CAs), and ``cert``/``key`` are presented when the service asks for a client
+certificate (docs/controller.md, "Credentials", "TLS").
 
 Failures raise ``RegistrationError`` with the service's one-line message and HTTP status
 (None when the service could not be reached).
@@ -16,6 +22,7 @@ Failures raise ``RegistrationError`` with the service's one-line message and HTT
 from __future__ import annotations
 
 import json
+import ssl
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -53,6 +60,7 @@ class Assignment:
     switch_mac: str | None
     agg_port: int
     mgid: int
+    job_key: int  # carried in every packet (docs/protocol.md, "Job keys")
     timeouts: Timeouts
     members: list[dict[str, Any]] = field(default_factory=list)
 
@@ -63,20 +71,56 @@ class Assignment:
 
 
 class RegistrationClient:
-    def __init__(self, url: str = DEFAULT_URL, timeout: float = 120.0) -> None:
-        """``timeout``: how long a join or barrier may wait for the other workers (seconds)."""
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        timeout: float = 120.0,
+        *,
+        secret: str | None = None,
+        operator_token: str | None = None,
+        ca: str | None = None,
+        cert: str | None = None,
+        key: str | None = None,
+    ) -> None:
+        """``timeout``: how long a join or barrier may wait for the other workers (seconds);
+        ``secret``: the job's secret; ``operator_token``: the operator's (used when no
+        secret is given, and always for ``jobs``); ``ca``, ``cert``, ``key``: TLS files."""
         self.url = url.rstrip("/")
         if "://" not in self.url:
             self.url = "http://" + self.url
         self.timeout = timeout
+        self.secret = secret
+        self.operator_token = operator_token
+        self._ssl: ssl.SSLContext | None = None
+        if self.url.startswith("https://"):
+            try:
+                self._ssl = ssl.create_default_context(cafile=ca)
+                if cert is not None:
+                    self._ssl.load_cert_chain(cert, key)
+            except (OSError, ssl.SSLError) as err:
+                raise RegistrationError(f"cannot load the TLS files: {err}") from None
+        elif ca is not None or cert is not None:
+            raise RegistrationError(f"TLS files given for {self.url}: use an https:// URL")
 
-    def _call(self, method: str, path: str, body: dict[str, Any] | None, wait: float) -> Any:
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None,
+        wait: float,
+        operator: bool = False,
+    ) -> Any:
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(self.url + path, data=data, method=method)
         if data is not None:
             req.add_header("Content-Type", "application/json")
+        cred = (
+            self.operator_token or self.secret if operator else self.secret or self.operator_token
+        )
+        if cred is not None:
+            req.add_header("Authorization", f"Bearer {cred}")
         try:
-            with urllib.request.urlopen(req, timeout=wait + 10.0) as resp:
+            with urllib.request.urlopen(req, timeout=wait + 10.0, context=self._ssl) as resp:
                 return json.loads(resp.read() or b"null")
         except urllib.error.HTTPError as err:
             try:
@@ -84,7 +128,7 @@ class RegistrationClient:
             except (ValueError, AttributeError):
                 message = str(err.reason)
             raise RegistrationError(str(message), err.code) from None
-        except (urllib.error.URLError, ConnectionError, TimeoutError) as err:
+        except (urllib.error.URLError, OSError) as err:  # refused, reset, TLS, timeout
             reason = getattr(err, "reason", err)
             raise RegistrationError(
                 f"registration service unreachable at {self.url}: {reason}"
@@ -135,7 +179,8 @@ class RegistrationClient:
         return self._call("POST", f"/v1/jobs/{job_id}/leave", {"rank": rank}, 30.0)
 
     def jobs(self) -> list[dict[str, Any]]:
-        return self._call("GET", "/v1/jobs", None, 30.0)["jobs"]
+        """Every job the service knows: needs the operator token."""
+        return self._call("GET", "/v1/jobs", None, 30.0, operator=True)["jobs"]
 
     def job(self, job_id: int) -> dict[str, Any]:
         return self._call("GET", f"/v1/jobs/{job_id}", None, 30.0)

@@ -60,3 +60,39 @@ class Unsupported(ControllerError):
     """The switch cannot do what was asked (simple_switch_grpc has no RegisterEntry)."""
 
     status = 501
+
+
+class Unauthenticated(ControllerError):
+    """A request without the credential it needs (docs/controller.md, "Credentials")."""
+
+    status = 401
+
+
+class Forbidden(ControllerError):
+    """A credential that does not grant the request: another job's secret, a wrong token."""
+
+    status = 403
+
+
+class TooLarge(ControllerError):
+    """A request body over the service's limit (docs/controller.md, "Limits")."""
+
+    status = 413
+
+
+class TooManyWaiting(ControllerError):
+    """One client already has as many joins, barriers and recoveries waiting as it may."""
+
+    status = 429
+
+
+class TooManyJobs(ControllerError):
+    """The service already tracks as many jobs as it may (joining, installing or ready)."""
+
+    status = 507
+
+
+class Busy(ControllerError):
+    """The service has as many connections open as it serves at once; try again."""
+
+    status = 503

@@ -4,9 +4,11 @@ the switch.
 A job (docs/protocol.md, "Job isolation and admission") is a job id (1..65535, chosen by the
 user), a job index (1..255, chosen here: the lowest free one), a slot range (``slot_base``,
 ``slot_count``) disjoint from every other job's in the 8,192-slot pool (first fit), the
-multicast group ``256 + job_index``, and one member per rank 0..n-1.
+multicast group ``256 + job_index``, one member per rank 0..n-1, and a 32-bit key drawn at
+random each time the job is created (docs/protocol.md, "Job keys"): workers carry it in every
+packet and the switch drops packets of the job without it.
 
-On the switch a job is: one ``workers`` entry per member (action ``admit``), one ``replicas``
+On the switch a job is: one ``workers`` entry per member (action ``admit``, with the key), one ``replicas``
 entry per member (action ``to_worker``), the multicast group with one replica (switch port,
 instance = rank) per member, and clean slot state. ``read_jobs`` rebuilds jobs from those
 entries alone, so a stateless CLI (or a restarted controller) sees the same jobs.
@@ -14,6 +16,7 @@ entries alone, so a stateless CLI (or a restarted controller) sees the same jobs
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -83,6 +86,10 @@ class Job:
     slot_count: int
     members: list[Member] = field(default_factory=list)
     mgid: int = 0
+    key: int = 0  # the data-plane key (docs/protocol.md, "Job keys"); new_key() draws one
+    # the verifier of the job's secret (credentials.verifier), kept on the switch as the
+    # workers entries' metadata; None: the job has no secret (only the operator may use it)
+    verifier: bytes | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not self.mgid:
@@ -109,6 +116,16 @@ class Job:
             "mgid": self.mgid,
             "members": [m.to_dict() for m in sorted(self.members, key=lambda m: m.rank)],
         }
+
+    def to_dict_with_key(self) -> dict[str, Any]:
+        """``to_dict`` plus the key: for the job's own workers and the operator only."""
+        return {**self.to_dict(), "job_key": self.key}
+
+
+def new_key() -> int:
+    """A fresh 32-bit job key from the system's CSPRNG: a recreated job never keeps its old
+    key, so workers of the earlier incarnation cannot add into the new one."""
+    return secrets.randbits(32)
 
 
 def slot_text(base: int, count: int) -> str:
@@ -219,8 +236,11 @@ class JobTable:
         slot_count: Any,
         slot_base: Any = None,
         n: int | None = None,
+        key: int | None = None,
+        verifier: bytes | None = None,
     ) -> Job:
-        """A new, validated job with its index and slot range allocated (not yet added)."""
+        """A new, validated job with its index and slot range allocated (not yet added);
+        ``key`` None draws a fresh one."""
         jid = check_job_id(job_id)
         if jid in self.jobs:
             raise Conflict(f"job {jid} exists already")
@@ -228,7 +248,10 @@ class JobTable:
         count = addr.number(slot_count, "slot count", 1, program.POOL_SLOTS)
         base = self.allocate_slots(count, slot_base)
         index = self.allocate_index()
-        return Job(jid, index, len(ms), base, count, ms)
+        if key is None:
+            key = new_key()
+        key = addr.number(key, "job key", 0, program.MAX_JOB_KEY)
+        return Job(jid, index, len(ms), base, count, ms, key=key, verifier=verifier)
 
     def add(self, job: Job) -> None:
         self.jobs[job.job_id] = job
@@ -259,8 +282,12 @@ def _worker_entry(schema: Schema, job: Job, m: Member, with_action: bool = True)
         "base": job.slot_base,
         "count": job.slot_count,
         "mgid": job.mgid,
+        "job_key": job.key,
     }
-    return schema.table_entry(program.WORKERS, match, program.ADMIT, params)
+    te = schema.table_entry(program.WORKERS, match, program.ADMIT, params)
+    if job.verifier is not None:
+        te.metadata = job.verifier
+    return te
 
 
 def _replica_entry(schema: Schema, job: Job, m: Member, with_action: bool = True) -> Any:
@@ -385,7 +412,17 @@ def read_jobs(conn: Connection, schema: Schema) -> JobTable:
         jid = d.match[program.F_JOB_ID]
         job = jobs.get(jid)
         if job is None:
-            job = Job(jid, p["job_index"], p["n_workers"], p["base"], p["count"], [], p["mgid"])
+            job = Job(
+                jid,
+                p["job_index"],
+                p["n_workers"],
+                p["base"],
+                p["count"],
+                [],
+                p["mgid"],
+                p["job_key"],
+                bytes(te.metadata) or None,
+            )
             jobs[jid] = job
         rank = p["worker_rank"]
         job.members.append(

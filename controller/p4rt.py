@@ -11,6 +11,8 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -74,6 +76,32 @@ def unwrap(ent: Any) -> Any:
     return getattr(ent, ent.WhichOneof("entity"))
 
 
+@dataclass(frozen=True)
+class ClientTls:
+    """TLS to the P4Runtime server: the CA its certificate must chain to, and for mutual TLS
+    this client's certificate and key (PEM files)."""
+
+    ca: str
+    cert: str | None = None
+    key: str | None = None
+
+    def credentials(self) -> Any:
+        def pem(path: str | None, what: str) -> bytes | None:
+            if path is None:
+                return None
+            try:
+                data = Path(path).read_bytes()
+            except OSError as err:
+                raise ControllerError(f"cannot read the {what} {path}: {err.strerror}") from None
+            if b"-----BEGIN " not in data:
+                raise ControllerError(f"the {what} {path} is not PEM")
+            return data
+
+        return grpc.ssl_channel_credentials(
+            pem(self.ca, "TLS CA"), pem(self.key, "TLS key"), pem(self.cert, "TLS certificate")
+        )
+
+
 class Connection:
     """One controller's session with one P4Runtime device.
 
@@ -89,6 +117,7 @@ class Connection:
         election_id: int = DEFAULT_ELECTION_ID,
         role: str = "",
         timeout: float = 10.0,
+        tls: ClientTls | None = None,
     ) -> None:
         if not 0 < election_id < 1 << 128:
             raise ControllerError(f"election id must be in 1..2^128-1, got {election_id}")
@@ -97,6 +126,7 @@ class Connection:
         self.election_id = election_id
         self.role = role
         self.timeout = timeout
+        self.tls = tls
         self.channel: Any = None
         self.stub: Any = None
         self.primary = False
@@ -107,7 +137,10 @@ class Connection:
 
     # ------------------------------------------------------------------ lifecycle
     def connect(self, arbitrate: bool = True, connect_timeout: float | None = None) -> Connection:
-        self.channel = grpc.insecure_channel(self.addr)
+        if self.tls is not None:
+            self.channel = grpc.secure_channel(self.addr, self.tls.credentials())
+        else:
+            self.channel = grpc.insecure_channel(self.addr)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
         wait = self.timeout if connect_timeout is None else connect_timeout
         try:
@@ -115,7 +148,9 @@ class Connection:
         except grpc.FutureTimeoutError:
             self.close()
             raise SwitchError(
-                f"switch unreachable at {self.addr} (no P4Runtime server answered)"
+                f"switch unreachable at {self.addr} (no P4Runtime server answered"
+                + (" over TLS: check the CA, the certificates and the address" if self.tls else "")
+                + ")"
             ) from None
         if arbitrate:
             try:

@@ -48,6 +48,7 @@ POOL_SLOTS = 8192
 MAX_WORKERS = 32
 MAX_JOB_INDEX = 255
 MAX_JOB_ID = 65535
+MAX_JOB_KEY = 0xFFFFFFFF
 FLOOD_MGID = 1
 JOB_MGID_BASE = 256
 PORTS = 512
@@ -67,6 +68,7 @@ INGRESS_EVENTS = {
     10: "slot_range",
     11: "malformed",
     12: "loss_in",
+    13: "bad_key",
 }
 INGRESS_STRIDE = 16
 # egress_counters[job_index * 4 + event]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import addr, program
-from .errors import Conflict, ControllerError, InvalidArgument, NotFound
+from .errors import Conflict, ControllerError, InvalidArgument, NotFound, TooManyJobs
 from .jobs import Job, Member, check_job_id
 
 JOINING, INSTALLING, READY, FAILED, GONE = "joining", "installing", "ready", "failed", "gone"
@@ -52,6 +52,9 @@ class Entry:
     left: set[int] = field(default_factory=set)
     barriers: dict[str, Barrier] = field(default_factory=dict)
     recovery: Recovery = field(default_factory=Recovery)
+    # of the job's secret (credentials.verifier); None: operator only (an adopted job
+    # created without a secret)
+    verifier: bytes | None = field(default=None, repr=False)
 
     @property
     def waiting_for(self) -> list[int]:
@@ -104,7 +107,17 @@ class Registry:
             raise NotFound(f"unknown job {job_id}") from None
 
     # ------------------------------------------------------------------ joining
-    def join(self, job_id: Any, member: Member, n: Any, slots: Any = None) -> JoinOutcome:
+    def join(
+        self,
+        job_id: Any,
+        member: Member,
+        n: Any,
+        slots: Any = None,
+        verifier: bytes | None = None,
+        max_jobs: int | None = None,
+    ) -> JoinOutcome:
+        """``verifier``: of the secret the first joiner brings (kept when the entry is new);
+        ``max_jobs``: refuse (TooManyJobs) to start tracking a job beyond this many."""
         jid = check_job_id(job_id)
 
         n = addr.number(n, "worker count n", 1, program.MAX_WORKERS)
@@ -115,7 +128,12 @@ class Registry:
         )
         entry = self.entries.get(jid)
         if entry is None:
-            entry = self.entries[jid] = Entry(jid, n, count)
+            if max_jobs is not None and len(self.entries) >= max_jobs:
+                raise TooManyJobs(
+                    f"the service already tracks {len(self.entries)} jobs (the limit is "
+                    f"{max_jobs}): job {jid} cannot start"
+                )
+            entry = self.entries[jid] = Entry(jid, n, count, verifier=verifier)
         if entry.state != JOINING:
             if member.rank in entry.members:
                 raise Conflict(f"rank {member.rank} already joined job {jid}")
@@ -159,7 +177,13 @@ class Registry:
     def adopt(self, job: Job) -> None:
         """A job already on the switch (found at start-up): ready, with every rank joined."""
         entry = Entry(
-            job.job_id, job.n, job.slot_count, {m.rank: m for m in job.members}, READY, job
+            job.job_id,
+            job.n,
+            job.slot_count,
+            {m.rank: m for m in job.members},
+            READY,
+            job,
+            verifier=job.verifier,
         )
         self.entries[job.job_id] = entry
 

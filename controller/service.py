@@ -16,26 +16,39 @@
                                  missing, count, exponent, complete) for diagnosing a stuck call
     GET  /v1/health              {"status": "ok", "switch": {...}}
 
-Errors answer with the status of the ``ControllerError`` (400, 404, 409, 501, 502, 503, 504) and
-``{"error": "one line"}``. docs/controller.md has the request and response fields.
+Every request about a job carries ``Authorization: Bearer <the job's secret>`` (or the
+operator token); listing all jobs needs the operator token; health needs nothing
+(docs/controller.md, "Credentials"). The first join of a job sets its secret.
+
+Errors answer with the status of the ``ControllerError`` (400, 401, 403, 404, 409, 413, 429,
+501, 502, 503, 504, 507) and ``{"error": "one line"}``. docs/controller.md has the request and
+response fields; http_server.py the limits and TLS.
 """
 
 from __future__ import annotations
 
-import json
+import hashlib
 import re
 import threading
 import time
 import urllib.parse
 from dataclasses import asdict, dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from . import program
+from . import credentials, program
 from .api import Controller
-from .errors import ControllerError, InvalidArgument, NotFound, Timeout
+from .errors import (
+    Conflict,
+    ControllerError,
+    Forbidden,
+    InvalidArgument,
+    NotFound,
+    Timeout,
+    Unauthenticated,
+)
+from .http_server import Handler, Limits, Server, TlsConfig, WaitGate
 from .jobs import Job, Member
-from .registry import FAILED, INSTALLING, JOINING, READY, Registry
+from .registry import FAILED, INSTALLING, JOINING, READY, Entry, Registry
 
 DEFAULT_LISTEN = "127.0.0.1:9560"
 MAX_WAIT = 3600.0
@@ -68,6 +81,9 @@ class RegistrationService:
         default_slots: int = 64,
         join_timeout: float = 120.0,
         timeouts: Timeouts | None = None,
+        operator_token: str | None = None,
+        limits: Limits | None = None,
+        tls: TlsConfig | None = None,
     ) -> None:
         self.controller = controller
         self.host, self.port = host, port
@@ -78,9 +94,20 @@ class RegistrationService:
         self.registry = Registry(default_slots)
         self.cond = threading.Condition()
         self.closing = False
-        self.httpd: ThreadingHTTPServer | None = None
+        self.httpd: Server | None = None
         self._thread: threading.Thread | None = None
         self.installs = 0  # jobs installed through joins (tests check "exactly once")
+        self.operator_token = (
+            None
+            if operator_token is None
+            else credentials.check_secret(operator_token, "operator token")
+        )
+        self.limits = limits or Limits()
+        self.tls = tls
+        self._tls_context = tls.context() if tls is not None else None  # fails before listening
+        self.gate = WaitGate(self.limits.max_waiting_per_client)
+        self._verified: dict[bytes, bool] = {}  # (verifier, H(secret)) -> matches: a cache
+        self._verified_lock = threading.Lock()
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> tuple[str, int]:
@@ -97,10 +124,10 @@ class RegistrationService:
             )
         service = self
 
-        class Handler(_Handler):
+        class _Bound(Handler):
             svc = service
 
-        self.httpd = _Server((self.host, self.port), Handler)
+        self.httpd = Server((self.host, self.port), _Bound, self.limits, self._tls_context)
         self.port = self.httpd.server_address[1]
         self._thread = threading.Thread(
             target=self.httpd.serve_forever, kwargs={"poll_interval": 0.1}, name="p4reduce-ctl-http"
@@ -110,7 +137,7 @@ class RegistrationService:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
 
     def stop(self) -> None:
         """Wake every waiting request (503), stop listening, join every thread."""
@@ -151,21 +178,123 @@ class RegistrationService:
             raise InvalidArgument(f"bad timeout {t!r} (want seconds in (0, {MAX_WAIT:g}])")
         return float(t)
 
-    def join(self, job_id: int, body: dict[str, Any]) -> dict[str, Any]:
+    # ------------------------------------------------------------------ credentials
+    def _is_operator(self, cred: str | None) -> bool:
+        return credentials.same_token(cred, self.operator_token)
+
+    def _matches(self, cred: str, verifier: bytes) -> bool:
+        """credentials.matches, with successful and failed checks cached (PBKDF2 is slow on
+        purpose; the cache key holds only a hash of the credential)."""
+        key = verifier + hashlib.sha256(cred.encode()).digest()
+        with self._verified_lock:
+            hit = self._verified.get(key)
+        if hit is None:
+            hit = credentials.matches(cred, verifier)
+            with self._verified_lock:
+                if len(self._verified) >= 4096:  # bounded: wrong guesses cannot grow it
+                    self._verified.clear()
+                self._verified[key] = hit
+        return hit
+
+    # A check costs one PBKDF2 (tens of ms) the first time a credential is seen, so it runs
+    # outside ``cond``: a flood of wrong guesses must not hold the lock every request needs.
+    # It returns the entry it checked against; the operation then confirms, under ``cond``,
+    # that the job is still that entry (``_confirm``) before it changes anything.
+
+    def _authorize(self, job_id: int, cred: str | None) -> Entry | None:
+        """Raise unless ``cred`` is the operator token or job ``job_id``'s secret (call
+        without ``cond``). 401 without a credential, 404 for an unknown job, 403 else.
+        Returns the entry checked (None: the operator, who may use any)."""
+        if cred is None:
+            raise Unauthenticated(
+                f"job {job_id}: no credentials (send Authorization: Bearer <the job's secret>)"
+            )
+        if self._is_operator(cred):
+            return None
+        with self.cond:
+            entry = self.registry.entries.get(job_id)
+        if entry is None:
+            raise NotFound(f"unknown job {job_id}")
+        if entry.verifier is None:
+            raise Forbidden(
+                f"job {job_id} has no secret (it was created without one): only the operator "
+                "token may use it"
+            )
+        if not self._matches(cred, entry.verifier):
+            raise Forbidden(f"job {job_id}: wrong credentials (not the job's secret)")
+        return entry
+
+    def _confirm(self, job_id: int, checked: Entry | None) -> None:
+        """With ``cond`` held: the job is still the entry the credential was checked against
+        (it could have been deleted and joined anew, with another secret, in between)."""
+        if checked is not None and self.registry.entries.get(job_id) is not checked:
+            raise Conflict(f"job {job_id} changed while its credentials were checked: try again")
+
+    def _authorize_join(self, job_id: int, cred: str | None) -> tuple[Entry | None, bytes | None]:
+        """For a join (without ``cond``): (the entry checked, None) for a known job, or
+        (None, the verifier of the first joiner's secret) for a new one."""
+        jid = int(job_id)
+        with self.cond:
+            known = jid in self.registry.entries
+        if known:
+            return self._authorize(jid, cred), None
+        if cred is None:
+            raise Unauthenticated(
+                f"job {jid}: no credentials (the first join of a job brings its secret: send "
+                "Authorization: Bearer <the job's secret>)"
+            )
+        if self._is_operator(cred):
+            raise InvalidArgument(
+                f"job {jid}: the operator token is not a job secret; the first join of a job "
+                "brings the job's own secret"
+            )
+        return None, credentials.verifier(credentials.check_secret(cred))
+
+    def _operator(self, cred: str | None, what: str) -> None:
+        if cred is None:
+            raise Unauthenticated(f"{what} needs the operator token (Authorization: Bearer)")
+        if self.operator_token is None:
+            raise Forbidden(
+                f"{what} needs the operator token, and this service has none "
+                "(p4reduce-ctl serve --operator-token-file)"
+            )
+        if not self._is_operator(cred):
+            raise Forbidden(f"{what}: wrong credentials (not the operator token)")
+
+    # ------------------------------------------------------------------ operations
+    def join(self, job_id: int, body: dict[str, Any], cred: str | None = None) -> dict[str, Any]:
         n = body.get("n")
         if n is None:
             raise InvalidArgument("join without n (the job's worker count)")
         member = Member.from_dict(body)
         timeout = self._timeout(body, self.join_timeout)
-        with self.cond:
-            if self.closing:
-                raise Stopping("the registration service is stopping")
-            outcome = self.registry.join(job_id, member, n, body.get("slots"))
-            entry = outcome.entry
+        for _ in range(3):  # again when the job appeared or changed during the check
+            checked, verifier = self._authorize_join(job_id, cred)
+            with self.cond:
+                if self.closing:
+                    raise Stopping("the registration service is stopping")
+                current = self.registry.entries.get(int(job_id))
+                if (verifier is not None and current is not None) or (
+                    checked is not None and current is not checked
+                ):
+                    continue
+                if verifier is None and checked is None and current is None:
+                    continue  # the operator joined a job that went away meanwhile
+                outcome = self.registry.join(
+                    job_id, member, n, body.get("slots"), verifier, self.limits.max_jobs
+                )
+                entry = outcome.entry
+                break
+        else:
+            raise Conflict(f"job {job_id} kept changing while its credentials were checked")
         if outcome.complete:
             try:
                 job = self.controller.create_job(
-                    entry.job_id, outcome.members, entry.slot_count, n=entry.n
+                    entry.job_id,
+                    outcome.members,
+                    entry.slot_count,
+                    n=entry.n,
+                    verifier=entry.verifier,
                 )
             except ControllerError as err:
                 with self.cond:
@@ -206,18 +335,21 @@ class RegistrationService:
             "switch_mac": self.switch_mac,
             "agg_port": self.agg_port,
             "mgid": job.mgid,
+            "job_key": job.key,
             "timeouts": asdict(self.timeouts),
             "members": [m.to_dict() for m in job.members],
         }
 
-    def barrier(self, job_id: int, body: dict[str, Any]) -> dict[str, Any]:
+    def barrier(self, job_id: int, body: dict[str, Any], cred: str | None = None) -> dict[str, Any]:
         name = body.get("name", "default")
         if not isinstance(name, str) or not name:
             raise InvalidArgument(f"bad barrier name {name!r}")
         if "rank" not in body:
             raise InvalidArgument("barrier without rank")
         timeout = self._timeout(body, self.join_timeout)
+        checked = self._authorize(job_id, cred)
         with self.cond:
+            self._confirm(job_id, checked)
             gen, released = self.registry.arrive(job_id, body["rank"], name)
             if released:
                 self.cond.notify_all()
@@ -234,14 +366,16 @@ class RegistrationService:
                 )
             return {"job_id": job_id, "name": name, "generation": gen, "released": True}
 
-    def recover(self, job_id: int, body: dict[str, Any]) -> dict[str, Any]:
+    def recover(self, job_id: int, body: dict[str, Any], cred: str | None = None) -> dict[str, Any]:
         """The recovery round after a failed call (docs/controller.md): every rank stops
         sending and asks; the last to arrive clears the job's slots; all resume from the
         largest next call any of them reported."""
         if "rank" not in body or "next_call" not in body:
             raise InvalidArgument("recover needs rank and next_call")
         timeout = self._timeout(body, self.join_timeout)
+        checked = self._authorize(job_id, cred)
         with self.cond:
+            self._confirm(job_id, checked)
             gen, complete = self.registry.recover_arrive(job_id, body["rank"], body["next_call"])
         if complete:
             self._clear_for_recovery(job_id, gen)
@@ -275,10 +409,12 @@ class RegistrationService:
             self.registry.recovered(job_id, generation, error)
             self.cond.notify_all()
 
-    def leave(self, job_id: int, body: dict[str, Any]) -> dict[str, Any]:
+    def leave(self, job_id: int, body: dict[str, Any], cred: str | None = None) -> dict[str, Any]:
         if "rank" not in body:
             raise InvalidArgument("leave without rank")
+        checked = self._authorize(job_id, cred)
         with self.cond:
+            self._confirm(job_id, checked)
             entry, last = self.registry.leave(job_id, body["rank"])
             recovering = None if last else self.registry.recovery_after_leave(job_id)
             self.cond.notify_all()
@@ -296,16 +432,25 @@ class RegistrationService:
             "left": sorted(entry.left),
         }
 
-    def list_jobs(self) -> list[dict[str, Any]]:
+    def list_jobs(self, cred: str | None = None) -> list[dict[str, Any]]:
+        """Every job: the operator's view only (jobs, members and addresses of all tenants)."""
         with self.cond:
+            self._operator(cred, "listing all jobs")
             return self.registry.to_list()
 
-    def get_job(self, job_id: int) -> dict[str, Any]:
+    def get_job(self, job_id: int, cred: str | None = None) -> dict[str, Any]:
+        checked = self._authorize(job_id, cred)
         with self.cond:
+            self._confirm(job_id, checked)
             return self.registry.get(job_id).to_dict()
 
-    def slot_state(self, job_id: int, query: dict[str, list[str]]) -> dict[str, Any]:
+    def slot_state(
+        self, job_id: int, query: dict[str, list[str]], cred: str | None = None
+    ) -> dict[str, Any]:
         """The switch's state of a job's slots, read over P4Runtime (Controller.slots)."""
+        checked = self._authorize(job_id, cred)
+        with self.cond:
+            self._confirm(job_id, checked)
         try:
             first = int(query.get("first", ["0"])[0])
             count = int(query["count"][0]) if "count" in query else None
@@ -332,75 +477,30 @@ class RegistrationService:
             "jobs": {"ready": ready, "pending": pending},
         }
 
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = False  # server_close() joins every request thread
-    block_on_close = True
-    allow_reuse_address = True
-
-
-class _Handler(BaseHTTPRequestHandler):
-    svc: RegistrationService
-    protocol_version = "HTTP/1.1"
-    server_version = "p4reduce-ctl"
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
-        pass
-
-    def _send(self, status: int, body: Any) -> None:
-        data = (json.dumps(body) + "\n").encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(data)
-        self.close_connection = True
-
-    def _body(self) -> dict[str, Any]:
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > 1 << 20:
-            raise InvalidArgument("request body too large")
-        raw = self.rfile.read(length) if length else b""
-        if not raw.strip():
-            return {}
-        try:
-            body = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
-            raise InvalidArgument("request body is not JSON") from None
-        if not isinstance(body, dict):
-            raise InvalidArgument("request body is not a JSON object")
-        return body
-
-    def _dispatch(self, method: str) -> None:
-        path = self.path.split("?", 1)[0]
-        try:
-            body = self._body() if method == "POST" else {}
-            if path.rstrip("/") == "/v1/health" and method == "GET":
-                return self._send(200, self.svc.health())
-            if path.rstrip("/") == "/v1/jobs" and method == "GET":
-                return self._send(200, {"jobs": self.svc.list_jobs()})
-            m = _JOB_PATH.match(path)
-            if m is None:
-                return self._send(404, {"error": f"no such endpoint: {method} {path}"})
-            job_id, op = int(m.group(1)), m.group(2)
-            if op is None and method == "GET":
-                return self._send(200, self.svc.get_job(job_id))
-            if op == "slots" and method == "GET":
-                query = urllib.parse.parse_qs(self.path.partition("?")[2])
-                return self._send(200, self.svc.slot_state(job_id, query))
-            if op == "slots":
-                return self._send(405, {"error": f"{method} is not allowed on {path}"})
-            if op is not None and method == "POST":
-                return self._send(200, getattr(self.svc, op)(job_id, body))
-            return self._send(405, {"error": f"{method} is not allowed on {path}"})
-        except ControllerError as err:
-            self._send(err.status, {"error": str(err)})
-        except Exception as err:  # noqa: BLE001 - answer, never drop the connection
-            self._send(500, {"error": f"internal error: {type(err).__name__}: {err}"})
-
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-        self._dispatch("GET")
-
-    def do_POST(self) -> None:  # noqa: N802
-        self._dispatch("POST")
+    # ------------------------------------------------------------------ HTTP
+    def dispatch(self, req: Handler, method: str) -> tuple[int, Any]:
+        """One request (http_server.Handler calls this): (status, JSON body)."""
+        path = req.path.split("?", 1)[0]
+        cred = req.credential
+        body = req.body() if method == "POST" else {}
+        req.request_received()
+        if path.rstrip("/") == "/v1/health" and method == "GET":
+            return 200, self.health()
+        if path.rstrip("/") == "/v1/jobs" and method == "GET":
+            return 200, {"jobs": self.list_jobs(cred)}
+        m = _JOB_PATH.match(path)
+        if m is None:
+            return 404, {"error": f"no such endpoint: {method} {path}"}
+        job_id, op = int(m.group(1)), m.group(2)
+        if op is None and method == "GET":
+            return 200, self.get_job(job_id, cred)
+        if op == "slots" and method == "GET":
+            query = urllib.parse.parse_qs(req.path.partition("?")[2])
+            return 200, self.slot_state(job_id, query, cred)
+        if op is not None and op != "slots" and method == "POST":
+            fn = getattr(self, op)
+            if op == "leave":
+                return 200, fn(job_id, body, cred)
+            with self.gate.hold(req.client):  # join, barrier, recover may wait
+                return 200, fn(job_id, body, cred)
+        return 405, {"error": f"{method} is not allowed on {path}"}

@@ -13,6 +13,7 @@ from .p4rt import MODIFY, Connection
 
 DROP_REASONS = (
     "unknown_sender",
+    "bad_key",
     "wrong_rank",
     "slot_range",
     "malformed",

@@ -2,7 +2,8 @@
 
     from p4reduce.host import AllreduceSession
 
-    with AllreduceSession.join("http://127.0.0.1:9560", job_id=7, rank=0, n=4) as s:
+    with AllreduceSession.join("http://127.0.0.1:9560", job_id=7, rank=0, n=4,
+                               secret=job_secret) as s:
         y = s.allreduce(x)
 
 docs/host.md describes every part: ``wire`` (the packet codec), ``quantize`` (block floating

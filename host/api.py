@@ -2,7 +2,8 @@
 
     from p4reduce.host import AllreduceSession
 
-    with AllreduceSession.join("http://127.0.0.1:9560", job_id=7, rank=r, n=4) as s:
+    with AllreduceSession.join("http://127.0.0.1:9560", job_id=7, rank=r, n=4,
+                               secret=job_secret) as s:   # the same secret on every rank
         y = s.allreduce(x)                       # float32 or int32, any shape
         s.allreduce(g, op="avg", out=g)          # in place
         f = s.allreduce_async(h, mode="auto")    # a Future; calls run in submission order
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import os
 import socket
 import threading
 import time
@@ -32,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..controller.client import Assignment, RegistrationClient, RegistrationError, Timeouts
+from ..controller.credentials import JOB_SECRET_ENV
 from . import wire
 from .protocol import CallStats, CallTimeout, Done, RetryPolicy, Session, SessionBusy
 from .protocol.call import Call
@@ -206,6 +209,7 @@ class AllreduceSession:
             rank=a.rank,
             n=a.n,
             job_id=a.job_id,
+            job_key=a.job_key,
             slots=a.slot_count,
             k=a.k,
             msg_type=wire.MSG_DENSE,
@@ -244,8 +248,15 @@ class AllreduceSession:
         timeout: float = 60.0,
         retry: RetryPolicy | None = None,
         auto_recover: bool = True,
+        secret: str | None = None,
+        tls: dict[str, str] | None = None,
     ) -> AllreduceSession:
         """Join job ``job_id`` at the registration service ``url`` as ``rank`` of ``n``.
+
+        ``secret`` is the job's secret, shared by all its ranks (default: the environment
+        variable ``P4REDUCE_JOB_SECRET``); the first rank to join sets it, the service
+        refuses the others without it (docs/controller.md, "Credentials"). ``tls``: the
+        ``ca``/``cert``/``key`` files for an ``https://`` service.
 
         The socket is bound first (``sock`` as given, or a new one on ``bind_ip`` with a
         free port) and its address registered; blocks until all ``n`` ranks joined (at
@@ -266,7 +277,14 @@ class AllreduceSession:
                 raise ValueError(
                     "the socket is bound to 0.0.0.0: pass bind_ip, the address to register"
                 )
-            reg = RegistrationClient(url, timeout=timeout)
+            if secret is None:
+                secret = os.environ.get(JOB_SECRET_ENV) or None
+            if secret is None:
+                raise ValueError(
+                    f"job {job_id}: no job secret: pass secret= (the same on every rank) or "
+                    f"set {JOB_SECRET_ENV}"
+                )
+            reg = RegistrationClient(url, timeout=timeout, secret=secret, **(tls or {}))
             a = reg.join(
                 job_id,
                 rank=rank,

@@ -28,7 +28,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 
 BUFFER_BYTES = 8 << 20  # asked for both directions; whatever the kernel grants is kept
-RECV_BYTES = 65536  # a datagram is read whole (results are 20 + 4K bytes)
+RECV_BYTES = 65536  # a datagram is read whole (results are 24 + 4K bytes)
 RECV_BATCH = 256  # datagrams per recv_many call at most
 
 _WOULD_BLOCK = (errno.EAGAIN, errno.EWOULDBLOCK, errno.ENOBUFS)

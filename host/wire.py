@@ -1,4 +1,4 @@
-"""The aggregation packet's UDP payload: a 20-byte header and K big-endian int32 elements.
+"""The aggregation packet's UDP payload: a 24-byte header and K big-endian int32 elements.
 
 Everything here follows docs/protocol.md, "Frame layout". The numbers below mirror
 ``p4src/include/constants.p4`` (the programs' one place for them); change a value there, in
@@ -29,16 +29,17 @@ RESULT_ONLY_FLAGS = FLAG_RESULT | FLAG_RETRANSMIT | FLAG_END  # malformed in a w
 
 NEXT_END = 0xFFFFFFFF  # sparse: "no further non-zero block"
 AGG_PORT = 48864  # 0xBEE0; the programs' default (-DAGG_UDP_PORT=N changes it)
-HEADER_BYTES = 20  # AGG_HEADER_BYTES
+HEADER_BYTES = 24  # AGG_HEADER_BYTES
 K_DEFAULT = 64  # elements per packet of the default build
 K_CHOICES = (64, 256)  # the builds the programs allow
 POOL_SLOTS = 8192  # slots in the switch's pool
 MAX_WORKERS = 32  # bitmap width
 MAX_SLOT = (1 << 15) - 1  # the slot field is 15 bits
 MAX_JOB_ID = 0xFFFF
+MAX_KEY = 0xFFFFFFFF  # the job key is 32 bits (docs/protocol.md, "Job keys")
 
-# msgType|flags, rank, jobId, set|slot, exponent, reserved, packetId, block, next
-_HEADER = struct.Struct(">BBHHBBIII")
+# msgType|flags, rank, jobId, set|slot, exponent, reserved, packetId, block, next, key
+_HEADER = struct.Struct(">BBHHBBIIII")
 assert _HEADER.size == HEADER_BYTES
 
 _BE_I4 = np.dtype(">i4")
@@ -50,7 +51,7 @@ class WireError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class AggHeader:
-    """The 20-byte aggregation header, field by field (docs/protocol.md, "Aggregation header")."""
+    """The 24-byte aggregation header, field by field (docs/protocol.md, "Aggregation header")."""
 
     msg_type: int
     flags: int
@@ -63,6 +64,7 @@ class AggHeader:
     block: int
     next: int = 0
     reserved: int = 0
+    key: int = 0
 
     @property
     def no_payload(self) -> bool:
@@ -86,12 +88,12 @@ def payload_bytes(k: int) -> int:
 
 
 def full_length(k: int) -> int:
-    """UDP payload length of a packet with elements: 20 + 4K."""
+    """UDP payload length of a packet with elements: 24 + 4K."""
     return HEADER_BYTES + 4 * k
 
 
 def pack_header(h: AggHeader) -> bytes:
-    """The 20 header bytes; raises WireError when a field does not fit its width."""
+    """The 24 header bytes; raises WireError when a field does not fit its width."""
     if not (0 <= h.msg_type <= 0xF and 0 <= h.flags <= 0xF):
         raise WireError(f"msg_type {h.msg_type} / flags {h.flags:#x} do not fit 4 bits")
     if not 0 <= h.rank <= 0xFF:
@@ -104,7 +106,7 @@ def pack_header(h: AggHeader) -> bytes:
         raise WireError(f"slot {h.slot} does not fit 15 bits")
     if not (0 <= h.exponent <= 0xFF and 0 <= h.reserved <= 0xFF):
         raise WireError(f"exponent {h.exponent} / reserved {h.reserved} do not fit 8 bits")
-    for name in ("packet_id", "block", "next"):
+    for name in ("packet_id", "block", "next", "key"):
         v = getattr(h, name)
         if not 0 <= v <= 0xFFFFFFFF:
             raise WireError(f"{name} {v} does not fit 32 bits")
@@ -118,6 +120,7 @@ def pack_header(h: AggHeader) -> bytes:
         h.packet_id,
         h.block,
         h.next,
+        h.key,
     )
 
 
@@ -132,8 +135,9 @@ def header_bytes(
     packet_id: int,
     block: int,
     next_: int,
+    key: int,
 ) -> bytes:
-    """The 20 header bytes from already range-checked fields, without building an AggHeader
+    """The 24 header bytes from already range-checked fields, without building an AggHeader
     (the protocol core's per-packet path; ``pack_header`` is the checked one)."""
     return _HEADER.pack(
         (msg_type << 4) | flags,
@@ -145,15 +149,18 @@ def header_bytes(
         packet_id,
         block,
         next_,
+        key,
     )
 
 
 def unpack_header(data: bytes | bytearray | memoryview) -> AggHeader:
-    """The header of a UDP payload of at least 20 bytes (no other check)."""
+    """The header of a UDP payload of at least 24 bytes (no other check)."""
     if len(data) < HEADER_BYTES:
         raise WireError(f"{len(data)} bytes: shorter than the {HEADER_BYTES}-byte header")
-    tf, rank, job, ss, exp, res, pid, block, nxt = _HEADER.unpack_from(data)
-    return AggHeader(tf >> 4, tf & 0xF, rank, job, ss >> 15, ss & 0x7FFF, exp, pid, block, nxt, res)
+    tf, rank, job, ss, exp, res, pid, block, nxt, key = _HEADER.unpack_from(data)
+    return AggHeader(
+        tf >> 4, tf & 0xF, rank, job, ss >> 15, ss & 0x7FFF, exp, pid, block, nxt, res, key
+    )
 
 
 def encode_payload(values: np.ndarray) -> bytes:
@@ -193,8 +200,8 @@ def _decode(data: bytes | bytearray | memoryview, k: int) -> Packet:
 
 
 def decode(data: bytes | bytearray | memoryview, k: int) -> Packet:
-    """Any aggregation packet: the length must be exactly 20 (with ``FLAG_NO_PAYLOAD``) or
-    20 + 4K (without)."""
+    """Any aggregation packet: the length must be exactly 24 (with ``FLAG_NO_PAYLOAD``) or
+    24 + 4K (without)."""
     return _decode(data, k)
 
 
@@ -212,7 +219,7 @@ def decode_request(data: bytes | bytearray | memoryview, k: int) -> Packet:
 
 
 def check_length(h: AggHeader, length: int, k: int) -> None:
-    """The UDP payload length must be exactly 20 with ``FLAG_NO_PAYLOAD``, 20 + 4K without."""
+    """The UDP payload length must be exactly 24 with ``FLAG_NO_PAYLOAD``, 24 + 4K without."""
     if h.flags & FLAG_NO_PAYLOAD:
         if length != HEADER_BYTES:
             raise WireError(f"{length} bytes with FLAG_NO_PAYLOAD: {HEADER_BYTES} expected")

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..controller.credentials import JOB_SECRET_ENV, new_secret
 from ..free_port import free_port
 
 SWITCH_MAC = "02:00:00:00:00:fe"
@@ -505,6 +506,9 @@ class LocalStack:
         self._worker_seq += 1
         procs = []
         plan_text = json.dumps(list(plan))
+        # the job's secret (docs/controller.md, "Credentials"): one per spawn, in the
+        # environment, never in argv where every local user could read it
+        env = {**os.environ, JOB_SECRET_ENV: new_secret()}
         for rank in range(n):
             s = self.sockets[rank]
             args = [
@@ -515,7 +519,9 @@ class LocalStack:
                 "--plan", plan_text, *extra,
             ]  # fmt: skip
             procs.append(
-                self._spawn(f"worker{self._worker_seq}-{rank}", args, pass_fds=[s.fileno()])
+                self._spawn(
+                    f"worker{self._worker_seq}-{rank}", args, pass_fds=[s.fileno()], env=env
+                )
             )
         return procs
 

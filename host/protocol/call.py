@@ -115,7 +115,7 @@ class Call(ABC):
             st.malformed += 1
             return []
         ses = self.session
-        if h.msg_type != ses.msg_type or h.job_id != ses.job_id:
+        if h.msg_type != ses.msg_type or h.job_id != ses.job_id or h.key != ses.job_key:
             st.foreign += 1
             return []
         if h.packet_id != self.call_id:
@@ -250,7 +250,17 @@ class Call(ABC):
         sets[s] = st ^ 1
         flags = wire.FLAG_NO_PAYLOAD if payload is None else 0
         hdr = wire.header_bytes(
-            ses.msg_type, flags, ses.rank, ses.job_id, st, s, exponent, self.call_id, block, nxt
+            ses.msg_type,
+            flags,
+            ses.rank,
+            ses.job_id,
+            st,
+            s,
+            exponent,
+            self.call_id,
+            block,
+            nxt,
+            ses.job_key,
         )
         data = hdr if payload is None else hdr + payload
         if self._pkt[s] is None:

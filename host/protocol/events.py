@@ -62,7 +62,7 @@ class CallStats:
     unicast_results: int = 0  # of those, answers to a retransmission (FLAG_RETRANSMIT)
     duplicates: int = 0  # results of this call for a use already consumed, or not outstanding
     stale: int = 0  # results of another call (packetId)
-    foreign: int = 0  # results of another job or message type
+    foreign: int = 0  # results of another job, job key or message type
     malformed: int = 0  # wrong length or flags (wire.check_result)
     late: int = 0  # results of this call while it was failed or finished
     clamped_blocks: int = 0  # blocks whose agreed exponent was below their own

@@ -1,6 +1,6 @@
 """A worker's session with one job: the state that outlives a call.
 
-It holds what every worker of the job shares (n, K, S, job id, message type), this
+It holds what every worker of the job shares (n, K, S, job id, job key, message type), this
 worker's rank, the retry policy, the number of the next call (its ``packetId``), and per
 slot the set of the slot's next use, which carries across calls (docs/protocol.md,
 "Shadow sets, retransmission and reuse").
@@ -33,6 +33,7 @@ class Session:
         rank: int,
         n: int,
         job_id: int,
+        job_key: int,
         slots: int,
         k: int = wire.K_DEFAULT,
         msg_type: int = wire.MSG_DENSE,
@@ -45,6 +46,8 @@ class Session:
             raise ValueError(f"rank {rank}: 0 .. {n - 1}")
         if not 1 <= job_id <= wire.MAX_JOB_ID:
             raise ValueError(f"job id {job_id}: 1 .. {wire.MAX_JOB_ID}")
+        if not 0 <= job_key <= wire.MAX_KEY:
+            raise ValueError(f"job key {job_key}: a 32-bit value (0 .. {wire.MAX_KEY})")
         if not 1 <= slots <= wire.POOL_SLOTS:
             raise ValueError(f"{slots} slots: 1 .. {wire.POOL_SLOTS}")
         if k < 1:
@@ -54,6 +57,7 @@ class Session:
         self.rank = rank
         self.n = n
         self.job_id = job_id
+        self.job_key = job_key
         self.slots = slots
         self.k = k
         self.msg_type = msg_type

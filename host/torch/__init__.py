@@ -17,13 +17,14 @@ from __future__ import annotations
 
 from .backend import BACKEND, P4ReduceProcessGroup, register
 from .completion import P4ReduceWork
-from .errors import P4ReduceError
+from .errors import CollectiveTimeout, P4ReduceError
 from .hook import HookState, allreduce_hook
 from .options import P4ReduceOptions
 from .stats import stats
 
 __all__ = [
     "BACKEND",
+    "CollectiveTimeout",
     "HookState",
     "P4ReduceError",
     "P4ReduceOptions",

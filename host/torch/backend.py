@@ -126,7 +126,10 @@ class P4ReduceProcessGroup(dist.ProcessGroup):
 
     def _through_switch(self, tensors: Sequence[torch.Tensor], op: str) -> dist.Work:
         tensors = list(tensors)
-        return P4ReduceWork(submit.allreduce(self.endpoint, tensors, op, tensors), self.timeout)
+        completion = submit.allreduce(
+            self.endpoint, tensors, op, tensors, timeout=self.timeout.total_seconds()
+        )
+        return P4ReduceWork(completion, self.timeout)
 
     # ------------------------------------------------------------ statistics
 

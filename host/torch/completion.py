@@ -15,6 +15,10 @@ So the source future is always completed with the tensors, and the future handed
 ``source.then(unwrap)``, whose callback raises the call's error when there is one.
 ``P4ReduceWork.wait`` raises the original exception (``AllreduceTimeout`` with its
 ``missing_ranks``, …) from a ``threading.Event`` and bounds the wait.
+
+Threads: the session's thread runs the calls and only counts them off; the completion
+(copy back, future, event) runs on a delivery thread, and the watchdog fails a collective
+not settled within its timeout (delivery.py says why).
 """
 
 from __future__ import annotations
@@ -22,13 +26,15 @@ from __future__ import annotations
 import concurrent.futures
 import datetime
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
-from .errors import P4ReduceError
+from . import delivery
+from .errors import CollectiveTimeout, P4ReduceError
 
 
 def _unwrap(box: dict[str, BaseException]) -> Callable[[torch.futures.Future[Any]], Any]:
@@ -43,11 +49,15 @@ def _unwrap(box: dict[str, BaseException]) -> Callable[[torch.futures.Future[Any
 
 class Completion:
     """Counts the calls of one collective; when the last is done (or one failed and the
-    rest were cancelled) runs ``finish`` (copying staged results back) and completes the
-    future and the event, in the thread that finished last.
+    rest were cancelled) a delivery thread runs ``finish`` (copying staged results back)
+    and settles the future and the event — never the session's thread, which must stay
+    free for the next call that a callback of this future may wait for (delivery.py).
+    With a ``timeout`` the watchdog settles it with a ``CollectiveTimeout`` naming what it
+    waited for when it is not settled in time.
 
     ``value``: what the future resolves to (the tensor list, or the bucket tensor of the
-    DDP hook); ``check``: a last test of the result (the hook's size check)."""
+    DDP hook); ``check``: a last test of the result (the hook's size check); ``label``:
+    the collective, for messages (``what`` is the group)."""
 
     def __init__(
         self,
@@ -55,9 +65,12 @@ class Completion:
         what: str,
         finish: Callable[[], None] | None = None,
         check: Callable[[], None] | None = None,
+        timeout: float | None = None,
+        label: str = "the collective",
     ) -> None:
         self.value = value
         self.what = what
+        self.label = label
         self.error: BaseException | None = None
         self.event = threading.Event()
         self._finish = finish
@@ -68,6 +81,14 @@ class Completion:
         self._lock = threading.Lock()
         self._calls: list[concurrent.futures.Future[Any]] = []
         self._outstanding = 1  # the calls, plus one until seal(): no completion before then
+        self._sealed = False
+        self._delivering = False  # the calls are over: finish() runs on a delivery thread
+        self._settled = False  # the future is being (or was) set: exactly once
+        self._started = time.monotonic()
+        self._timeout = timeout
+        self._watch: int | None = None
+        if timeout is not None:  # last: the watchdog may call _expire at once
+            self._watch = delivery.watch(timeout, self._expire)
 
     def add(self, call: concurrent.futures.Future[Any]) -> None:
         with self._lock:
@@ -90,10 +111,15 @@ class Completion:
                 c.cancel()  # a queued call of a failed collective must not run
 
     def seal(self) -> None:
-        """No more calls will be added."""
-        self._release()
+        """No more calls will be added. When they are all done already (an empty tensor,
+        an error at submission) the completion runs here, on the caller's thread: no
+        callback but our own is attached to the future yet."""
+        with self._lock:
+            self._sealed = True
+        self._release(inline=True)
 
     def _done(self, call: concurrent.futures.Future[Any]) -> None:
+        # Runs on the session's thread (or on whichever cancelled the call): no waiting.
         if call.cancelled():
             if self.error is None:
                 self.fail(P4ReduceError(f"{self.what}: the session was closed before the call ran"))
@@ -101,28 +127,87 @@ class Completion:
             err = call.exception()
             if err is not None:
                 self.fail(err)
-        self._release()
+        self._release(inline=False)
 
-    def _release(self) -> None:
+    def _release(self, inline: bool) -> None:
         with self._lock:
             self._outstanding -= 1
             last = self._outstanding == 0
+            if last:
+                self._delivering = True
         if last:
-            self._complete()
+            if inline:
+                self._complete()
+            else:
+                delivery.deliver(self._complete)
 
     def _complete(self) -> None:
-        if self.error is None:
+        """On a delivery thread: copy back, check, settle."""
+        if self.error is None and not self._settled:
             try:
                 if self._finish is not None:
                     self._finish()
                 if self._check is not None:
                     self._check()
             except Exception as err:  # noqa: BLE001 - becomes the collective's error
-                self.error = err
-        if self.error is not None:
-            self._box["error"] = self.error
-        self._source.set_result(self.value)  # runs the unwrap callback here
-        self.event.set()
+                self.fail(err)
+        self._settle()
+
+    def _expire(self) -> None:
+        """The watchdog's: the collective is past its timeout. Fail it naming what it
+        waits for, and settle it on a delivery thread (this one must not block)."""
+        with self._lock:
+            if self._settled:
+                return
+            waiting = self._waiting_for_locked()
+        self.fail(
+            CollectiveTimeout(
+                f"{self.what}: {self.label} did not finish within {self._timeout:g} s: {waiting}",
+                waiting_for=waiting,
+            )
+        )
+        delivery.deliver(self._settle)
+
+    def _settle(self) -> None:
+        """Set the future (which runs its callbacks here) and the event, once."""
+        with self._lock:
+            if self._settled:
+                return
+            self._settled = True
+            if self.error is not None:
+                self._box["error"] = self.error
+        if self._watch is not None:
+            delivery.unwatch(self._watch)
+        try:
+            self._source.set_result(self.value)  # runs unwrap, and the user's callbacks
+        finally:
+            self.event.set()
+
+    def waiting_for(self) -> str:
+        """What the collective waits for now, in words (for timeout messages)."""
+        with self._lock:
+            return self._waiting_for_locked()
+
+    def _waiting_for_locked(self) -> str:
+        if self._settled:
+            return "its future's callbacks, which are running"
+        if not self._sealed:
+            return "its submission (staging the tensors and queueing the session calls)"
+        if self._delivering:
+            return "its results to be copied back into the tensors (the session calls are done)"
+        n = len(self._calls)
+        for i, c in enumerate(self._calls, 1):
+            if c.running():
+                return (
+                    f"session call {i} of {n}, running on the session's thread (waiting for "
+                    f"the switch's answers; issued {time.monotonic() - self._started:.1f} s ago)"
+                )
+            if not c.done():
+                return (
+                    f"session call {i} of {n}, queued behind the session's earlier calls "
+                    f"(the session's thread is busy with another collective's call)"
+                )
+        return "the completion of its calls"
 
 
 class P4ReduceWork(dist.Work):
@@ -138,8 +223,14 @@ class P4ReduceWork(dist.Work):
         c = self._completion
         limit = timeout if timeout and timeout.total_seconds() > 0 else self._timeout
         if not c.event.wait(limit.total_seconds()):
-            raise TimeoutError(
-                f"{c.what}: the collective did not finish within {limit.total_seconds():g} s"
+            if c.error is not None:
+                # it failed and is being settled now: the watchdog's timeout (which named
+                # what it waited for before the failure changed that) or the call's error
+                raise c.error
+            waiting = c.waiting_for()
+            raise CollectiveTimeout(
+                f"{c.what}: {c.label} did not finish within {limit.total_seconds():g} s: {waiting}",
+                waiting_for=waiting,
             )
         if c.error is not None:
             raise c.error

@@ -4,7 +4,9 @@ on rank 0 of a group without a URL the loopback stack.
 Set-up (``connect``): every rank binds its socket; without a URL the ranks exchange their
 addresses over the group's store, rank 0 starts the stack with those addresses as the
 switch's UDP peers (switch port r + 1 is rank r) and publishes its URL or why it failed;
-then every rank joins the job at the registration service. Teardown (``Endpoint.close``):
+then every rank joins the job at the registration service with the job's secret, which rank 0
+publishes on the store (its own ``P4ReduceOptions.secret`` or ``$P4REDUCE_JOB_SECRET``, else a
+fresh one; docs/torch.md, "Credentials"). Teardown (``Endpoint.close``):
 every rank leaves the job; rank 0 waits (bounded) until the others have left, then stops
 the stack.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
+import os
 import socket
 import threading
 import time
@@ -21,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ...controller.client import RegistrationError
+from ...controller.credentials import JOB_SECRET_ENV, new_secret
 from ..api import AllreduceSession
 from . import loopback
 from .errors import P4ReduceError
@@ -122,6 +126,7 @@ def connect(rdv: Rendezvous, options: P4ReduceOptions, job_id: int, what: str) -
             switch_port: int | None = rank + 1  # the stack's numbering
         else:
             url, switch_port = options.url, options.switch_port
+        secret = _job_secret(rdv, options)
         try:
             session = AllreduceSession.join(
                 url,
@@ -135,6 +140,8 @@ def connect(rdv: Rendezvous, options: P4ReduceOptions, job_id: int, what: str) -
                 slots=options.slots,
                 timeout=options.timeout,
                 retry=options.retry,
+                secret=secret,
+                tls=options.tls,
             )
         except RegistrationError as err:
             raise _join_error(rdv, options, what, job_id, url, err) from err
@@ -150,6 +157,20 @@ def connect(rdv: Rendezvous, options: P4ReduceOptions, job_id: int, what: str) -
     _open.add(ep)
     log.info("%s: rank %d of %d joined job %d at %s", what, rank, n, job_id, url)
     return ep
+
+
+def _job_secret(rdv: Rendezvous, options: P4ReduceOptions) -> str:
+    """The job's secret, the same on every rank: rank 0 takes its own (the option, else the
+    environment, else a fresh one) and publishes it on the group's store; the other ranks
+    use their own when they have one, else rank 0's."""
+    own = options.secret or os.environ.get(JOB_SECRET_ENV) or None
+    if rdv.rank == 0:
+        secret = own or new_secret()
+        rdv.set("job_secret", secret)
+        return secret
+    if own is not None:
+        return own
+    return str(rdv.get("job_secret", "rank 0's job secret"))
 
 
 def _join_error(

@@ -47,6 +47,17 @@ def _group_store(pg: dist.ProcessGroup, group_name: str) -> dist.Store:
     return dist.PrefixStore(f"{group_name}/", default)
 
 
+def _group_timeout(pg: dist.ProcessGroup) -> float:
+    """The timeout ``pg`` was made with, in seconds (torch's default when it keeps none)."""
+    timeout = getattr(pg, "timeout", None)  # a P4ReduceProcessGroup
+    if timeout is None:
+        try:  # gloo (and NCCL) keep it in their backend's options
+            timeout = pg._get_backend(torch.device("cpu")).options._timeout
+        except (AttributeError, RuntimeError):
+            timeout = dist.default_pg_timeout
+    return float(timeout.total_seconds())
+
+
 @dataclass(eq=False)
 class HookState:
     """The state of ``allreduce_hook``: this rank's session in the hook's switch job (and on
@@ -56,6 +67,9 @@ class HookState:
     options: P4ReduceOptions
     endpoint: Endpoint
     world_size: int
+    # seconds: a bucket not reduced by then fails naming what it waited for (the group's
+    # timeout from init_process_group / new_group)
+    timeout: float = dist.default_pg_timeout.total_seconds()
     marks: StatsMark = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -87,7 +101,7 @@ class HookState:
             _group_store(pg, name), f"p4reduce-hook/{index}/", rank, n, options.timeout, what
         )
         endpoint = connect(rdv, options, options.job_id_for(index), what)
-        return cls(pg, options, endpoint, n)
+        return cls(pg, options, endpoint, n, _group_timeout(pg))
 
     @property
     def stats(self) -> AllreduceStats:
@@ -131,7 +145,9 @@ def allreduce_hook(state: HookState, bucket: dist.GradBucket) -> torch.futures.F
                     f"{buf.numel()} {buf.dtype} elements, the bucket {numel} float32"
                 )
 
-        return submit.allreduce(state.endpoint, [buf], "avg", buf, check=check).future
+        return submit.allreduce(
+            state.endpoint, [buf], "avg", buf, check=check, timeout=state.timeout
+        ).future
     except Exception as err:  # noqa: BLE001 - a hook that raises garbles DDP's error
         return failed(err, state.endpoint.what, buf).future
 

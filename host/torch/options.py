@@ -60,6 +60,23 @@ class P4ReduceOptions:
     """The loopback stack's P4 program; None: "dense" for ``mode="dense"``, else "sparse"."""
     k: int = 64
     """Elements per packet of the loopback stack's program (64 or 256)."""
+    secret: str | None = dataclasses.field(default=None, repr=False)
+    """The job's secret at the registration service (docs/controller.md, "Credentials").
+    None: ``$P4REDUCE_JOB_SECRET``, else rank 0 draws one; rank 0 hands it to the others
+    through the group's store."""
+    tls_ca: str | None = None
+    """For an ``https://`` url: the CA file the service's certificate is checked against."""
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    """For an ``https://`` url: this rank's client certificate and key (PEM), when the
+    service asks for one."""
+
+    @property
+    def tls(self) -> dict[str, str] | None:
+        """The TLS files as ``RegistrationClient`` takes them (None: none given)."""
+        d = {"ca": self.tls_ca, "cert": self.tls_cert, "key": self.tls_key}
+        given = {k: v for k, v in d.items() if v is not None}
+        return given or None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

@@ -20,9 +20,11 @@ def allreduce(
     op: str,
     value: Any,
     check: Callable[[], None] | None = None,
+    timeout: float | None = None,
 ) -> Completion:
     """Reduce every tensor of ``tensors`` in place with ``op`` ("sum" or "avg"); the
-    completion's future resolves to ``value``. Errors, also those raised at submission,
+    completion's future resolves to ``value``, or fails within ``timeout`` seconds (the
+    group's timeout) naming what it waited for. Errors, also those raised at submission,
     are the completion's (the caller never sees an exception here)."""
     what = f"{endpoint.what}, rank {endpoint.rank}, job {endpoint.job_id}"
     staged: list[Staged] = []
@@ -31,7 +33,9 @@ def allreduce(
         for s in staged:
             s.finish()
 
-    c = Completion(value, what, finish=finish, check=check)
+    elements = sum(t.numel() for t in tensors if isinstance(t, torch.Tensor))
+    label = f"the all-reduce ({op}) of {len(tensors)} tensor(s) of {elements} elements"
+    c = Completion(value, what, finish=finish, check=check, timeout=timeout, label=label)
     try:
         staged.extend(Staged.of(t) for t in tensors)
         session, options = endpoint.session, endpoint.options

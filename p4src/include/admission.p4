@@ -1,7 +1,12 @@
 /* Admission of an aggregation packet: the sender must be registered for the job (job id,
- * source IPv4 address, source UDP port), claim its own rank, address a slot inside the job's
- * range, and the packet must be well formed. Anything else gets a drop event and never
- * reaches the slot state. */
+ * source IPv4 address, source UDP port), carry its job's key, claim its own rank, address a
+ * slot inside the job's range, and the packet must be well formed. Anything else gets a drop
+ * event and never reaches the slot state.
+ *
+ * The key is action data of the worker's entry, not a match field: the lookup stays one
+ * exact match on (job id, source address, source port) (Tofino), and a packet from a
+ * registered sender with the wrong key is told apart (EV_BAD_KEY, counted under the job it
+ * names) from an unregistered sender (EV_UNKNOWN_SENDER, job index 0). */
 #ifndef P4REDUCE_ADMISSION_P4
 #define P4REDUCE_ADMISSION_P4
 
@@ -12,10 +17,11 @@ control Admission(inout headers_t hdr, inout metadata_t meta, in standard_metada
     bit<8>  rank = 0;
     bit<16> slot_base = 0;
     bit<16> slot_count = 0;
+    bit<32> key = 0;
 
     /* One entry per worker of every job, installed by the controller. */
     action admit(bit<8> job_index, bit<8> worker_rank, bit<8> n_workers, bit<32> worker_bit,
-                 bit<16> base, bit<16> count, bit<16> mgid) {
+                 bit<16> base, bit<16> count, bit<16> mgid, bit<32> job_key) {
         meta.job_index = job_index;
         rank = worker_rank;
         meta.n_workers = n_workers;
@@ -23,6 +29,7 @@ control Admission(inout headers_t hdr, inout metadata_t meta, in standard_metada
         slot_base = base;
         slot_count = count;
         meta.mgid = mgid;
+        key = job_key;
     }
     action unknown_sender() {
         meta.event = EV_UNKNOWN_SENDER;
@@ -40,6 +47,9 @@ control Admission(inout headers_t hdr, inout metadata_t meta, in standard_metada
 
     apply {
         workers.apply();
+        if (meta.event == EV_NONE && hdr.agg.key != key) {
+            meta.event = EV_BAD_KEY;
+        }
         if (meta.event == EV_NONE) {
             bool has_payload = (hdr.agg.flags & FLAG_NO_PAYLOAD) == 0;
             bit<16> udp_len = has_payload ? UDP_LEN_FULL : UDP_LEN_EMPTY;

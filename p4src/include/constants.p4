@@ -36,7 +36,7 @@ const bit<4> FLAG_END        = 0x8;  /* sparse: the slot's stream has ended (min
 const bit<32> NEXT_END = 0xFFFFFFFF;
 
 /* Sizes in bytes, for the length checks and the lengths of results. */
-#define AGG_HEADER_BYTES 20
+#define AGG_HEADER_BYTES 24
 #define PAYLOAD_BYTES (4 * K)
 const bit<16> UDP_LEN_EMPTY = 8 + AGG_HEADER_BYTES;
 const bit<16> UDP_LEN_FULL  = 8 + AGG_HEADER_BYTES + PAYLOAD_BYTES;
@@ -75,6 +75,7 @@ const event_t EV_WRONG_RANK          = 9;  /* rank field differs from the regist
 const event_t EV_SLOT_RANGE          = 10; /* slot index outside the job's slot range */
 const event_t EV_MALFORMED           = 11; /* wrong type, flags, length, or IPv4 checksum */
 const event_t EV_LOSS                = 12; /* dropped by the loss simulator on arrival */
+const event_t EV_BAD_KEY             = 13; /* registered sender, but not its job's key */
 #define JOB_COUNTERS (MAX_JOBS * 16)
 
 /* Egress events for results: egress_counters[job index * 4 + event]. */

@@ -45,7 +45,7 @@ header udp_h {
     bit<16> checksum;
 }
 
-/* The aggregation header: 20 bytes, big-endian (docs/protocol.md, "Aggregation header"). */
+/* The aggregation header: 24 bytes, big-endian (docs/protocol.md, "Aggregation header"). */
 header agg_h {
     bit<4>  msgType;   /* MSG_DENSE or MSG_SPARSE */
     bit<4>  flags;     /* FLAG_RESULT | FLAG_NO_PAYLOAD | FLAG_RETRANSMIT | FLAG_END */
@@ -58,6 +58,7 @@ header agg_h {
     bit<32> packetId;  /* opaque to the switch, echoed */
     bit<32> block;     /* sparse: block index; dense: opaque, echoed */
     bit<32> next;      /* sparse: sender's next non-zero block of this slot; results: the minimum */
+    bit<32> key;       /* the job's key, installed with its admission entries; echoed */
 }
 
 #define ELEMENT_FIELD(i) bit<32> e##i;

@@ -32,6 +32,7 @@ from .errors import (
     unimplemented,
     write_error_metadata,
 )
+from .tls import ServerTls
 
 log = logging.getLogger("p4reduce.switch.p4runtime")
 
@@ -266,10 +267,15 @@ class P4RuntimeServer:
     """A gRPC server exposing ``device`` as P4Runtime device ``device.device_id``."""
 
     def __init__(
-        self, device: Device, address: str = "127.0.0.1:9559", max_workers: int = 32
+        self,
+        device: Device,
+        address: str = "127.0.0.1:9559",
+        max_workers: int = 32,
+        tls: ServerTls | None = None,
     ) -> None:
         self.device = device
         self.address = address
+        self.tls = tls  # None: plain TCP (the default); else TLS, mutual with a client CA
         self.max_workers = max_workers
         self.arbitration = Arbitration(device.device_id)
         self.servicer = P4RuntimeServicer(device, self.arbitration)
@@ -281,6 +287,7 @@ class P4RuntimeServer:
         """Bind and serve; returns the port (useful with ``host:0``)."""
         if self._server is not None:
             raise RuntimeError("the server is already started")
+        creds = self.tls.credentials() if self.tls is not None else None  # before binding
         self._executor = futures.ThreadPoolExecutor(
             max_workers=self.max_workers, thread_name_prefix="p4runtime"
         )
@@ -293,7 +300,10 @@ class P4RuntimeServer:
             ],
         )
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(self.servicer, server)
-        port = server.add_insecure_port(self.address)
+        if creds is not None:
+            port = server.add_secure_port(self.address, creds)
+        else:
+            port = server.add_insecure_port(self.address)
         if port == 0:
             self._executor.shutdown(wait=False)
             self._executor = None

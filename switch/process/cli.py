@@ -21,6 +21,7 @@ from p4reduce.cli_common import OneLineArgumentParser, StopSignals
 from ..frontend.cli import in_deep_thread
 from ..frontend.compiler import CompileOptions, compile_file
 from ..frontend.errors import CompileError
+from ..p4runtime.tls import ServerTls
 from ..ports import DEFAULT_LISTEN, UdpPort, open_ports, parse_host_port, parse_port_spec
 from .dataplane import Dataplane
 
@@ -69,6 +70,15 @@ def _parser() -> argparse.ArgumentParser:
         default="127.0.0.1:9559",
         metavar="ADDR",
         help="P4Runtime server address (default %(default)s)",
+    )
+    p.add_argument(
+        "--grpc-tls-cert", metavar="FILE", help="serve P4Runtime over TLS with this certificate"
+    )
+    p.add_argument("--grpc-tls-key", metavar="FILE", help="the TLS certificate's private key")
+    p.add_argument(
+        "--grpc-tls-client-ca",
+        metavar="FILE",
+        help="require client certificates signed by this CA (mutual TLS)",
     )
     p.add_argument("--device-id", type=int, default=1, help="P4Runtime device id (default 1)")
     p.add_argument(
@@ -144,8 +154,14 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 1
+    tls = None
+    if args.grpc_tls_cert or args.grpc_tls_key or args.grpc_tls_client_ca:
+        if not (args.grpc_tls_cert and args.grpc_tls_key):
+            print(f"{PROG}: error: --grpc-tls-cert and --grpc-tls-key go together", file=sys.stderr)
+            return 1
+        tls = ServerTls(args.grpc_tls_cert, args.grpc_tls_key, args.grpc_tls_client_ca)
     dataplane = Dataplane(device, ports)
-    server = P4RuntimeServer(device, args.grpc_server_addr)
+    server = P4RuntimeServer(device, args.grpc_server_addr, tls=tls)
     try:
         bound = server.start()
     except Exception as e:  # noqa: BLE001 - e.g. the address is in use: one line, exit 1

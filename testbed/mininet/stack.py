@@ -40,6 +40,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ...controller.credentials import JOB_SECRET_ENV, new_secret
 from ..local import (
     Proc,
     StackError,
@@ -370,6 +371,7 @@ class MininetStack:
         text = json.dumps(list(plan))
         procs = []
         members = list(self.hosts if hosts is None else hosts)
+        env = {JOB_SECRET_ENV: new_secret()}  # the job's secret: environment, never argv
         for rank, h in enumerate(members):
             args = [
                 sys.executable, "-m", "p4reduce.testbed.worker", "--url", self.url,
@@ -377,7 +379,7 @@ class MininetStack:
                 "--bind", h.ip, "--mac", h.mac, "--switch-port", str(h.switch_port),
                 "--slots", str(self.slots), "--timeout", f"{timeout:g}", "--plan", text,
             ]  # fmt: skip
-            procs.append(self.spawn_in(h, f"p4reduce{self._seq}-{rank}", args))
+            procs.append(self.spawn_in(h, f"p4reduce{self._seq}-{rank}", args, env=env))
         return procs
 
     def spawn_p4reduce_jobs(
@@ -388,6 +390,8 @@ class MininetStack:
         i + 1); the processes of the largest job's hosts."""
         self._seq += 1
         hosts = self.hosts[: max(n for _, n, _ in jobs)]
+        # one secret for the batch's jobs (each registers with it): environment, never argv
+        env = {JOB_SECRET_ENV: new_secret()}
         procs = []
         for i, h in enumerate(hosts):
             mine = [{"job": j, "rank": i, "n": n, "plan": list(plan)} for j, n, plan in jobs
@@ -398,7 +402,7 @@ class MininetStack:
                 "--switch-port", str(h.switch_port), "--slots", str(self.slots),
                 "--timeout", f"{timeout:g}", "--jobs", json.dumps(mine),
             ]  # fmt: skip
-            procs.append(self.spawn_in(h, f"p4reduce{self._seq}-{i}", args))
+            procs.append(self.spawn_in(h, f"p4reduce{self._seq}-{i}", args, env=env))
         return procs
 
     def spawn_gloo(

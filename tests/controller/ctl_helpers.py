@@ -96,6 +96,11 @@ def _mac(text: str) -> bytes:
     return bytes(int(x, 16) for x in text.split(":"))
 
 
+def key_of(job_id: int) -> int:
+    """The job key the tests give a job (docs/protocol.md, "Job keys"): fixed per job id."""
+    return ((0x9E3779B9 * job_id) | 0x01010101) & 0xFFFFFFFF
+
+
 def agg_frame(
     job_id: int,
     rank: int,
@@ -113,11 +118,13 @@ def agg_frame(
     packet_id: int = 1,
     block: int = 0,
     truncate: int = 0,
+    key: int | None = None,
 ) -> bytes:
-    """A worker's aggregation frame; ``src_rank`` sends from another rank's addresses."""
+    """A worker's aggregation frame; ``src_rank`` sends from another rank's addresses; ``key``
+    defaults to ``key_of(job_id)``, the key the tests create their jobs with."""
     s = rank if src_rank is None else src_rank
     header = struct.pack(
-        "!BBHHBBIII",
+        "!BBHHBBIIII",
         (MSG[kind] << 4) | flags,
         rank,
         job_id,
@@ -127,6 +134,7 @@ def agg_frame(
         packet_id,
         block,
         next_,
+        key_of(job_id) if key is None else key,
     )
     payload = b""
     if not flags & FLAG_NO_PAYLOAD:
@@ -156,8 +164,8 @@ def agg_frame(
 
 def result_header(frame: bytes) -> dict[str, int]:
     """The fields of a result frame the tests look at."""
-    flags_type, rank, job_id, slot_word, exponent, _, packet_id, block, next_ = struct.unpack(
-        "!BBHHBBIII", frame[42:62]
+    flags_type, rank, job_id, slot_word, exponent, _, packet_id, block, next_, key = struct.unpack(
+        "!BBHHBBIIII", frame[42:66]
     )
     return {
         "type": flags_type >> 4,
@@ -168,10 +176,11 @@ def result_header(frame: bytes) -> dict[str, int]:
         "slot": slot_word & 0x7FFF,
         "exponent": exponent,
         "next": next_,
+        "key": key,
         "dst_ip": int.from_bytes(frame[30:34], "big"),
         "dst_port": int.from_bytes(frame[36:38], "big"),
     }
 
 
 def first_value(frame: bytes) -> int:
-    return struct.unpack("!i", frame[62:66])[0]
+    return struct.unpack("!i", frame[66:70])[0]

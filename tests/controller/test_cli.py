@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from ctl_helpers import SWITCH_IP, SWITCH_MAC, Switch, agg_frame, member
-from p4reduce.controller import RegistrationClient
+from p4reduce.controller import RegistrationClient, RegistrationError
 from p4reduce.controller.cli import main
 
 CTL = Path(sys.executable).parent / "p4reduce-ctl"
@@ -109,7 +109,9 @@ def test_job_create_list_delete(pushed: Run) -> None:
         "switch_port": 3,
     }
     out = run("job", "create", "--job", "8", "--slots", "4", "--slot-base", "100", "--member", M[0])
-    assert out.splitlines()[0] == "created job 8"
+    assert re.fullmatch(r"created job 8 \(key 0x[0-9a-f]{8}\)", out.splitlines()[0])
+    secret_line = out.splitlines()[-1]
+    assert secret_line.startswith("job secret (shown once; give it to the job's workers): ")
     listing = run.json("job", "list")
     assert [j["job_id"] for j in listing["jobs"]] == [7, 8] and listing["free_slots"] == 8192 - 20
     table = run("job", "list").splitlines()
@@ -148,8 +150,11 @@ def test_job_create_list_delete(pushed: Run) -> None:
 
 def test_stats_slots(pushed: Run, switch: Switch) -> None:
     run = pushed
-    run("job", "create", "--job", "7", "--slots", "8", "--member", M[0], "--member", M[1])
-    switch.device.inject(1, agg_frame(7, 0, 2, exponent=129))
+    made = run.json(
+        "job", "create", "--job", "7", "--slots", "8", "--member", M[0], "--member", M[1]
+    )
+    assert len(made["job_secret"]) >= 16 and 0 <= made["job_key"] <= 0xFFFFFFFF
+    switch.device.inject(1, agg_frame(7, 0, 2, exponent=129, key=made["job_key"]))
     switch.device.inject(1, agg_frame(99, 0, 2))
     got = run.json("stats")
     by_index = {j["job_index"]: j for j in got["jobs"]}
@@ -286,7 +291,11 @@ def _ready_line(proc: subprocess.Popen[str], timeout: float = 20.0) -> str:
 
 
 @pytest.mark.parametrize("as_json", [False, True])
-def test_serve_process(switch: Switch, programs: dict[str, Path], as_json: bool) -> None:
+def test_serve_process(
+    switch: Switch, programs: dict[str, Path], as_json: bool, tmp_path: Path
+) -> None:
+    token = "operator-token-from-a-file-0123"
+    (tmp_path / "token").write_text(token + "\n")
     argv = [
         str(CTL),
         "--grpc-addr",
@@ -304,7 +313,10 @@ def test_serve_process(switch: Switch, programs: dict[str, Path], as_json: bool)
         "8",
         "--retries",
         "7",
+        "--operator-token-file",
+        str(tmp_path / "token"),
     ] + (["--json"] if as_json else [])
+    assert token not in " ".join(argv)  # the token never appears in argv
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = _ready_line(proc)
@@ -319,7 +331,7 @@ def test_serve_process(switch: Switch, programs: dict[str, Path], as_json: bool)
             )
             assert m and m.group(2) == switch.addr, line
             url = m.group(1)
-        client = RegistrationClient(url, timeout=10)
+        client = RegistrationClient(url, timeout=10, secret="a-secret-for-the-serve-test")
 
         def join(r: int) -> Any:
             w = member(r)
@@ -328,6 +340,11 @@ def test_serve_process(switch: Switch, programs: dict[str, Path], as_json: bool)
         with ThreadPoolExecutor(2) as pool:
             got = list(pool.map(join, range(2)))
         assert {(a.slot_base, a.slot_count, a.timeouts.retries) for a in got} == {(0, 8, 7)}
+        operator = RegistrationClient(url, timeout=10, operator_token=token)
+        assert [j["job_id"] for j in operator.jobs()] == [7]
+        with pytest.raises(RegistrationError) as refused:
+            client.jobs()  # a job secret does not list other tenants' jobs
+        assert refused.value.status == 403
         proc.send_signal(signal.SIGTERM if as_json else signal.SIGINT)
         out, err = proc.communicate(timeout=15)
         assert proc.returncode == 0, err

@@ -15,6 +15,7 @@ from ctl_helpers import (
     Switch,
     agg_frame,
     first_value,
+    key_of,
     member,
     members,
     result_header,
@@ -100,9 +101,9 @@ def test_backup_cannot_write(ctl: Controller, switch: Switch) -> None:
     with Controller(switch.addr, election_id=10) as newer:
         assert newer.conn.primary
         with pytest.raises(SwitchError, match="not the primary controller of device 1"):
-            ctl.create_job(7, members(2), 4)
+            ctl.create_job(7, members(2), 4, key=key_of(7))
     # the newer controller left, so ctl is primary again
-    ctl.create_job(7, members(2), 4)
+    ctl.create_job(7, members(2), 4, key=key_of(7))
 
 
 # ---------------------------------------------------------------------- static config
@@ -151,7 +152,7 @@ def test_static_config(ctl: Controller, switch: Switch) -> None:
 
 # ---------------------------------------------------------------------- jobs
 def test_create_job_writes_entries(ctl: Controller, switch: Switch) -> None:
-    job = ctl.create_job(7, members(3), 16)
+    job = ctl.create_job(7, members(3), 16, key=key_of(7))
     assert (job.job_index, job.slot_base, job.slot_count, job.mgid) == (1, 0, 16, 257)
     workers = sorted(_table(ctl, program.WORKERS), key=lambda d: d.params["worker_rank"])
     assert [d.match for d in workers] == [
@@ -167,6 +168,7 @@ def test_create_job_writes_entries(ctl: Controller, switch: Switch) -> None:
             "base": 0,
             "count": 16,
             "mgid": 257,
+            "job_key": key_of(7),
         }
         for r in range(3)
     ]
@@ -176,40 +178,42 @@ def test_create_job_writes_entries(ctl: Controller, switch: Switch) -> None:
     ]
     assert replicas[2].params == {"mac": 0x020000000003, "ip": 0x0A000003, "udp_port": 5002}
     assert _groups(ctl)[257] == [(1, 0), (2, 1), (3, 2)]
-    second = ctl.create_job(8, members(2, udp_base=6000), 4)
+    second = ctl.create_job(8, members(2, udp_base=6000), 4, key=key_of(8))
     assert (second.job_index, second.slot_base, second.mgid) == (2, 16, 258)
 
 
 def test_list_reconstructs_from_switch(ctl: Controller, switch: Switch) -> None:
-    a = ctl.create_job(7, members(3), 16)
-    b = ctl.create_job(300, [member(0, 7000)], 8, slot_base=100)
+    a = ctl.create_job(7, members(3), 16, key=key_of(7))
+    b = ctl.create_job(300, [member(0, 7000)], 8, slot_base=100, key=key_of(300))
     with Controller(switch.addr, arbitrate=False) as fresh:
         jobs = fresh.list_jobs()
         assert [j.to_dict() for j in jobs] == [a.to_dict(), b.to_dict()]
         assert fresh.jobs().free_slots() == 8192 - 24
     # a restarted controller allocates around what is there
     ctl.refresh()
-    assert ctl.create_job(9, members(1, 8000), 84).slot_base == 16
-    assert ctl.create_job(10, members(1, 9000), 10).slot_base == 108
+    assert ctl.create_job(9, members(1, 8000), 84, key=key_of(9)).slot_base == 16
+    assert ctl.create_job(10, members(1, 9000), 10, key=key_of(10)).slot_base == 108
 
 
 def test_create_errors(ctl: Controller) -> None:
-    ctl.create_job(7, members(2), 16)
+    ctl.create_job(7, members(2), 16, key=key_of(7))
     with pytest.raises(Conflict, match="job 7 exists already"):
-        ctl.create_job(7, members(2, 6000), 16)
+        ctl.create_job(7, members(2, 6000), 16, key=key_of(7))
     with pytest.raises(Conflict, match=r"slots 10..19 overlap job 7 \(slots 0..15\)"):
-        ctl.create_job(8, members(2, 6000), 10, slot_base=10)
+        ctl.create_job(8, members(2, 6000), 10, slot_base=10, key=key_of(8))
     with pytest.raises(Conflict, match="rank 1 given twice"):
-        ctl.create_job(8, [member(0), member(1), member(1, 6000)], 4)
+        ctl.create_job(8, [member(0), member(1), member(1, 6000)], 4, key=key_of(8))
     many = [Member(r, f"10.0.1.{r + 1}", 5000, "02:00:00:00:01:01", 1) for r in range(33)]
     with pytest.raises(InvalidArgument, match="worker count n 33 is outside 1..32"):
-        ctl.create_job(8, many, 4)
+        ctl.create_job(8, many, 4, key=key_of(8))
     with pytest.raises(InvalidArgument, match="worker count n 33"):
-        ctl.create_job(8, many[:32], 4, n=33)
+        ctl.create_job(8, many[:32], 4, n=33, key=key_of(8))
     with pytest.raises(InvalidArgument, match="bad IPv4 address of rank 0"):
-        ctl.create_job(8, [Member.make(0, "10.0.0", 5000, "02:00:00:00:00:01", 1)], 4)
+        ctl.create_job(
+            8, [Member.make(0, "10.0.0", 5000, "02:00:00:00:00:01", 1)], 4, key=key_of(8)
+        )
     with pytest.raises(InvalidArgument, match="slot count 9000"):
-        ctl.create_job(8, members(1), 9000)
+        ctl.create_job(8, members(1), 9000, key=key_of(8))
     assert [j.job_id for j in ctl.list_jobs()] == [7]
     assert len(_table(ctl, program.WORKERS)) == 2
 
@@ -217,14 +221,14 @@ def test_create_errors(ctl: Controller) -> None:
 def test_failed_install_rolls_back(ctl: Controller) -> None:
     ctl.conn.write([(INSERT, multicast_group(257, [(9, 0)]))])  # squat on the job's group
     with pytest.raises(ControllerError, match="multicast group 257: ALREADY_EXISTS"):
-        ctl.create_job(7, members(2), 4)
+        ctl.create_job(7, members(2), 4, key=key_of(7))
     assert _table(ctl, program.WORKERS) == [] and _table(ctl, program.REPLICAS) == []
     assert ctl.list_jobs() == []
 
 
 def test_delete_job(ctl: Controller, switch: Switch) -> None:
-    ctl.create_job(7, members(2), 8)
-    other = ctl.create_job(8, members(2, 6000), 8)
+    ctl.create_job(7, members(2), 8, key=key_of(7))
+    other = ctl.create_job(8, members(2, 6000), 8, key=key_of(8))
     for r in range(2):  # slot 3 of job 7 completes; slot 4 half full
         switch.device.inject(r + 1, agg_frame(7, r, 3))
     switch.device.inject(1, agg_frame(7, 0, 4, 1))
@@ -250,7 +254,7 @@ def test_delete_job(ctl: Controller, switch: Switch) -> None:
 
 # ---------------------------------------------------------------------- counters and slots
 def test_stats_decoding(ctl: Controller, switch: Switch) -> None:
-    ctl.create_job(7, members(3), 4)
+    ctl.create_job(7, members(3), 4, key=key_of(7))
     inject = switch.device.inject
     assert inject(1, agg_frame(7, 0, 0)) == []  # contribution
     assert inject(1, agg_frame(7, 0, 0)) == []  # duplicate into an open slot
@@ -269,6 +273,7 @@ def test_stats_decoding(ctl: Controller, switch: Switch) -> None:
     inject(1, agg_frame(7, 0, 1, truncate=4))  # malformed length
     inject(1, agg_frame(99, 0, 1))  # unknown job: unknown sender
     inject(1, agg_frame(7, 0, 1, udp_base=4000))  # unknown source port
+    inject(1, agg_frame(7, 0, 1, key=key_of(7) ^ 4))  # a wrong job key
     (j7,) = ctl.stats(7)
     d = j7.to_dict()
     assert d["job_id"] == 7 and d["job_index"] == 1
@@ -276,6 +281,7 @@ def test_stats_decoding(ctl: Controller, switch: Switch) -> None:
     assert d["retransmits_answered"] == 1 and d["duplicates"] == 1 and d["results_sent"] == 4
     assert d["drops"] == {
         "unknown_sender": 0,
+        "bad_key": 1,
         "wrong_rank": 1,
         "slot_range": 1,
         "malformed": 1,
@@ -289,7 +295,7 @@ def test_stats_decoding(ctl: Controller, switch: Switch) -> None:
 
 
 def test_stats_loss_and_no_replica(ctl: Controller, switch: Switch) -> None:
-    ctl.create_job(7, members(2), 4)
+    ctl.create_job(7, members(2), 4, key=key_of(7))
     ctl.set_loss(1.0, [1], "in")
     assert switch.device.inject(1, agg_frame(7, 0, 0)) == []
     ctl.set_loss(0.0, [1], "in")
@@ -311,18 +317,18 @@ def test_stats_loss_and_no_replica(ctl: Controller, switch: Switch) -> None:
 
 
 def test_new_job_starts_with_zero_counters(ctl: Controller, switch: Switch) -> None:
-    ctl.create_job(7, members(1), 4)
+    ctl.create_job(7, members(1), 4, key=key_of(7))
     switch.device.inject(1, agg_frame(7, 0, 0))
     assert ctl.stats(7)[0].get("completion") == 1
     ctl.delete_job(7)
-    job = ctl.create_job(8, members(1), 4)
+    job = ctl.create_job(8, members(1), 4, key=key_of(8))
     assert job.job_index == 1  # the index is reused, its counters are not
     assert ctl.stats(8)[0].total == 0
 
 
 def test_slots_read(ctl: Controller, switch: Switch) -> None:
-    ctl.create_job(5, members(1, 9000), 2)
-    job = ctl.create_job(7, members(3), 8)
+    ctl.create_job(5, members(1, 9000), 2, key=key_of(5))
+    job = ctl.create_job(7, members(3), 8, key=key_of(7))
     assert job.slot_base == 2
     inject = switch.device.inject
     inject(1, agg_frame(7, 0, 1, exponent=120))
@@ -357,7 +363,7 @@ def test_slots_read(ctl: Controller, switch: Switch) -> None:
 def test_sparse_program(sparse_ctl: Controller, switch: Switch) -> None:
     ctl = sparse_ctl
     assert ctl.kind == "sparse"
-    ctl.create_job(7, members(2), 4)
+    ctl.create_job(7, members(2), 4, key=key_of(7))
     switch.device.inject(1, agg_frame(7, 0, 0, kind="sparse", next_=12, flags=FLAG_NO_PAYLOAD))
     switch.device.inject(2, agg_frame(7, 1, 0, kind="sparse", next_=8, flags=FLAG_NO_PAYLOAD))
     _, states = ctl.slots(7, 0, 1)
@@ -387,8 +393,8 @@ def test_loss(ctl: Controller, switch: Switch) -> None:
 
 
 def test_reset(ctl: Controller, switch: Switch) -> None:
-    ctl.create_job(7, members(2), 4)
-    ctl.create_job(8, members(2, 6000), 4)
+    ctl.create_job(7, members(2), 4, key=key_of(7))
+    ctl.create_job(8, members(2, 6000), 4, key=key_of(8))
     switch.device.inject(1, agg_frame(7, 0, 1))
     switch.device.inject(1, agg_frame(99, 0, 1))
     ctl.set_loss(0.5, [1, 2])
@@ -400,7 +406,7 @@ def test_reset(ctl: Controller, switch: Switch) -> None:
     assert ctl.static_config().switch_ip == SWITCH_IP
     assert ctl.loss() == {} and ctl.stats() == []
     assert switch.register(program.BITMAPS, 5) == 0
-    assert ctl.create_job(9, members(2), 4).job_index == 1
+    assert ctl.create_job(9, members(2), 4, key=key_of(9)).job_index == 1
 
 
 def test_switch_without_register_entry(ctl: Controller, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -419,7 +425,7 @@ def test_switch_without_register_entry(ctl: Controller, monkeypatch: pytest.Monk
         real(updates, what)
 
     monkeypatch.setattr(ctl.conn, "write", write)
-    ctl.create_job(7, members(2), 4)
+    ctl.create_job(7, members(2), 4, key=key_of(7))
     assert ctl.warnings == [
         "the switch cannot write registers (no RegisterEntry): slots 0..3 were not cleared"
     ]
@@ -428,3 +434,27 @@ def test_switch_without_register_entry(ctl: Controller, monkeypatch: pytest.Monk
     with pytest.raises(SwitchError, match="set loss: UNIMPLEMENTED"):
         ctl.set_loss(0.1)
     assert not ctl.reset()["slots_cleared"]
+
+
+def test_job_keys_are_drawn_fresh_and_read_back(ctl: Controller, switch: Switch) -> None:
+    """Without a key the controller draws one per creation (a recreated job gets a new
+    one); the key and the secret's verifier come back from the switch's entries."""
+    from p4reduce.controller import credentials
+
+    ver = credentials.verifier("s" * 20)
+    first = ctl.create_job(7, members(2), 4, verifier=ver)
+    ctl.delete_job(7)
+    again = ctl.create_job(7, members(2), 4)
+    assert first.key != again.key  # 2^-32 to fail by chance
+    (back,) = ctl.refresh().sorted()
+    assert back.key == again.key and back.verifier is None
+    ctl.delete_job(7)
+    ctl.create_job(7, members(2), 4, verifier=ver)
+    (back,) = ctl.refresh().sorted()
+    assert back.verifier == ver and credentials.matches("s" * 20, back.verifier)
+    # packets with the drawn key aggregate, with the old key they are counted bad_key
+    for r in range(2):
+        switch.device.inject(r + 1, agg_frame(7, r, 0, key=back.key))
+    switch.device.inject(1, agg_frame(7, 0, 1, key=first.key))
+    (st,) = ctl.stats(7)
+    assert st.aggregated == 2 and st.drops["bad_key"] == 1

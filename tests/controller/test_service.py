@@ -19,16 +19,25 @@ from p4reduce.controller import (
     RegistrationError,
     RegistrationService,
     Timeouts,
+    credentials,
     program,
 )
 from p4reduce.controller import slots as slots_mod
 from p4reduce.controller.p4rt import MODIFY
 
+SECRET = "the-secret-of-the-test-jobs"
+OPERATOR = "the-operator-token-of-the-tests"
+
 
 @pytest.fixture
 def service(ctl: Controller) -> Iterator[RegistrationService]:
     svc = RegistrationService(
-        ctl, port=0, default_slots=16, join_timeout=10.0, timeouts=Timeouts(50, 800, 5)
+        ctl,
+        port=0,
+        default_slots=16,
+        join_timeout=10.0,
+        timeouts=Timeouts(50, 800, 5),
+        operator_token=OPERATOR,
     )
     svc.start()
     try:
@@ -39,7 +48,7 @@ def service(ctl: Controller) -> Iterator[RegistrationService]:
 
 @pytest.fixture
 def client(service: RegistrationService) -> RegistrationClient:
-    return RegistrationClient(service.url, timeout=10.0)
+    return RegistrationClient(service.url, timeout=10.0, secret=SECRET, operator_token=OPERATOR)
 
 
 def _join(client: RegistrationClient, job_id: int, rank: int, n: int, **kw: Any) -> Any:
@@ -208,20 +217,30 @@ def test_leave_deletes_job(client: RegistrationClient, ctl: Controller, switch: 
 
 
 def test_adopts_jobs_on_switch(ctl: Controller) -> None:
-    ctl.create_job(9, members(2), 8)
-    with RegistrationService(ctl, port=0) as svc:
-        c = RegistrationClient(svc.url)
-        assert c.jobs()[0]["state"] == "ready"
+    """Jobs already on the switch are adopted with their secret's verifier (the workers
+    entries' metadata): the secret works; a job created without one is the operator's."""
+    ctl.create_job(9, members(2), 8, verifier=credentials.verifier(SECRET))
+    ctl.create_job(10, members(2, udp_base=6000), 8)
+    with RegistrationService(ctl, port=0, operator_token=OPERATOR) as svc:
+        c = RegistrationClient(svc.url, secret=SECRET)
+        op = RegistrationClient(svc.url, operator_token=OPERATOR)
+        assert [j["state"] for j in op.jobs()] == ["ready", "ready"]
         with pytest.raises(RegistrationError, match="rank 0 already joined job 9"):
             _join(c, 9, 0, 2)
+        with pytest.raises(RegistrationError, match="job 10 has no secret") as e:
+            c.leave(10, 0)
+        assert e.value.status == 403
         assert c.leave(9, 0)["deleted"] is False
         assert c.leave(9, 1)["deleted"] is True
+        assert op.leave(10, 0)["deleted"] is False
+        assert op.leave(10, 1)["deleted"] is True
         assert ctl.list_jobs() == []
 
 
 def test_http_errors_and_health(service: RegistrationService) -> None:
     def call(method: str, path: str, body: bytes | None = None) -> tuple[int, Any]:
         req = urllib.request.Request(service.url + path, data=body, method=method)
+        req.add_header("Authorization", f"Bearer {SECRET}")
         try:
             with urllib.request.urlopen(req, timeout=5) as r:
                 return r.status, json.loads(r.read())
@@ -296,6 +315,7 @@ def test_slot_state_endpoint(service: RegistrationService, client: RegistrationC
         client.slot_state(10)
     assert err.value.status == 404
     req = urllib.request.Request(service.url + "/v1/jobs/9/slots?first=x")
+    req.add_header("Authorization", f"Bearer {SECRET}")
     with pytest.raises(urllib.error.HTTPError) as http:
         urllib.request.urlopen(req, timeout=5)
     assert http.value.code == 400

@@ -33,13 +33,14 @@ AGG_PORT = 48864
 MSG_DENSE, MSG_SPARSE = 1, 2
 FLAG_RESULT, FLAG_NO_PAYLOAD, FLAG_RETRANSMIT, FLAG_END = 0x1, 0x2, 0x4, 0x8
 NEXT_END = 0xFFFFFFFF
-AGG_HEADER = 20
+AGG_HEADER = 24
 POOL_SLOTS = 8192
 PORTS = 512
 
 EV_COMPLETION, EV_RETRANSMIT, EV_CONTRIBUTION, EV_DUPLICATE = 1, 2, 3, 4
 EV_UNKNOWN_SENDER, EV_WRONG_RANK, EV_SLOT_RANGE, EV_MALFORMED, EV_LOSS = 8, 9, 10, 11, 12
-EVENTS = (1, 2, 3, 4, 8, 9, 10, 11, 12)
+EV_BAD_KEY = 13
+EVENTS = (1, 2, 3, 4, 8, 9, 10, 11, 12, 13)
 EG_RESULT_SENT, EG_LOSS, EG_NO_REPLICA = 0, 1, 2
 FLOOD_MGID = 1
 
@@ -81,6 +82,12 @@ def ip_bytes(ip: str) -> bytes:
     return ipaddress.IPv4Address(ip).packed
 
 
+def job_key(job_id: int) -> int:
+    """The fabric's default key of a job: fixed (tests are deterministic), different for
+    every job id, and with bits set in every byte, so a key compared in any part shows."""
+    return (0x9E3779B9 * job_id) & 0xFFFFFFFF | 0x01010101
+
+
 def wrap32(x: int) -> int:
     """x as a two's-complement int32 (modulo 2^32)."""
     return ((x + 2**31) % 2**32) - 2**31
@@ -110,7 +117,9 @@ def ones_complement_checksum(data: bytes) -> int:
 
 @dataclass(frozen=True)
 class Agg:
-    """The 20-byte aggregation header and its elements (None: no payload)."""
+    """The 24-byte aggregation header and its elements (None: no payload). ``key`` comes
+    last (after ``values``) so that positional constructions read in header order up to
+    ``next``."""
 
     msg_type: int
     flags: int
@@ -124,10 +133,11 @@ class Agg:
     block: int = 0
     next: int = 0
     values: tuple[int, ...] | None = None
+    key: int = 0
 
     def header(self) -> bytes:
         return struct.pack(
-            "!BBHHBBIII",
+            "!BBHHBBIIII",
             (self.msg_type << 4) | self.flags,
             self.rank,
             self.job_id,
@@ -137,6 +147,7 @@ class Agg:
             self.packet_id,
             self.block,
             self.next,
+            self.key,
         )
 
     def encode(self) -> bytes:
@@ -145,12 +156,14 @@ class Agg:
 
 
 def decode_agg(data: bytes) -> Agg:
-    b0, rank, job, setslot, exp, res, pid, block, nxt = struct.unpack("!BBHHBBIII", data[:20])
-    rest = data[20:]
+    b0, rank, job, setslot, exp, res, pid, block, nxt, key = struct.unpack(
+        "!BBHHBBIIII", data[:AGG_HEADER]
+    )
+    rest = data[AGG_HEADER:]
     assert len(rest) % 4 == 0, len(rest)
     values = struct.unpack(f"!{len(rest) // 4}i", rest) if rest else None
     return Agg(b0 >> 4, b0 & 0xF, rank, job, setslot >> 15, setslot & 0x7FFF, exp, res, pid,
-               block, nxt, values)  # fmt: skip
+               block, nxt, values, key)  # fmt: skip
 
 
 def udp_frame(
@@ -350,6 +363,7 @@ class Worker:
             flags=flags,
             rank=kw.pop("rank", self.rank),
             job_id=kw.pop("job_id", self.job.job_id),
+            key=kw.pop("key", self.job.key),
             set=set_,
             slot=slot,
             values=None if values is None else tuple(values),
@@ -389,6 +403,7 @@ class Job:
     base: int
     count: int
     mgid: int
+    key: int = 0
     workers: list[Worker] = field(default_factory=list)
 
     @property
@@ -426,7 +441,7 @@ class Fabric:
     # sizes of docs/protocol.md, "Frame layout"
     @property
     def full_len(self) -> int:
-        return 62 + 4 * self.k
+        return 66 + 4 * self.k
 
     # ------------------------------------------------------------ control plane
     def add_job(
@@ -440,13 +455,16 @@ class Fabric:
         mgid: int | None = None,
         replicas: Sequence[int] | None = None,
         hosts: Sequence[tuple[str, str, int]] | None = None,
+        key: int | None = None,
     ) -> Job:
         """A job as the controller creates it: workers + replicas entries and the PRE group
         256 + index with one node (rid = rank, [port]) per worker. ``replicas`` limits the
-        ranks that get a replicas entry; ``hosts`` gives (mac, ip, udp_port) per rank."""
+        ranks that get a replicas entry; ``hosts`` gives (mac, ip, udp_port) per rank;
+        ``key`` is the job key (default: a fixed value per job id, distinct between jobs)."""
         mgid = 256 + index if mgid is None else mgid
+        key = job_key(job_id) if key is None else key
         ports = list(ports) if ports is not None else [10 * index + r + 1 for r in range(n)]
-        job = Job(job_id, index, base, count, mgid)
+        job = Job(job_id, index, base, count, mgid, key)
         for r in range(n):
             if hosts is not None:
                 mac, ip, udp = hosts[r]
@@ -461,7 +479,7 @@ class Fabric:
             self.tables[T_WORKERS].add_entry(
                 [Exact(job_id), Exact(ip2int(w.ip)), Exact(w.udp_port)],
                 "SwitchIngress.admission.admit",
-                [index, w.rank, n, 1 << w.rank, base, count, mgid],
+                [index, w.rank, n, 1 << w.rank, base, count, mgid, key],
             )
             if replicas is None or w.rank in replicas:
                 self.tables[T_REPLICAS].add_entry(
@@ -568,7 +586,7 @@ def check_result(fabric: Fabric, raw: bytes, to: Worker, expect: Agg, *, tos: in
     header field docs/protocol.md fixes for results (the caller checks the port)."""
     f = parse_frame(raw)
     has_payload = expect.values is not None
-    full = fabric.full_len if has_payload else 62
+    full = fabric.full_len if has_payload else 14 + 20 + 8 + AGG_HEADER
     assert len(raw) == full, ("frame length", len(raw), full)
     assert f.eth_dst == to.mac, ("Ethernet destination", f.eth_dst, to.mac)
     assert f.eth_src == SWITCH_MAC, ("Ethernet source", f.eth_src)
@@ -623,6 +641,7 @@ def result_agg(
         block,
         next_,
         values,
+        job.key,
     )
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -43,6 +43,8 @@ from fabric import (  # noqa: E402
 
 OUT_DIR = ROOT / "bmv2_tests"
 K = 64
+# job keys (docs/protocol.md, "Job keys"): fixed values, every byte non-zero
+KEY_7, KEY_0102, KEY_9 = 0x7E57AB1E, 0x0102CAFE, 0x9ACED00D
 
 
 @dataclass(frozen=True)
@@ -54,10 +56,10 @@ class Host:
     udp: int
 
 
-def hexline(data: bytes, cuts: tuple[int, ...] = (14, 34, 42, 62)) -> str:
+def hexline(data: bytes, cuts: tuple[int, ...] = (14, 34, 42, 66)) -> str:
     """Bytes in hex, split at the header boundaries and then every 16 bytes."""
     parts, start = [], 0
-    for c in [*cuts, *range(62 + 16, len(data), 16)]:
+    for c in [*cuts, *range(66 + 16, len(data), 16)]:
         if c >= len(data):
             break
         parts.append(data[start:c].hex().upper())
@@ -120,13 +122,16 @@ def static_config(s: Stf) -> None:
     )
 
 
-def job_config(s: Stf, job_id: int, index: int, base: int, count: int, hosts: list[Host]) -> int:
+def job_config(
+    s: Stf, job_id: int, index: int, base: int, count: int, hosts: list[Host], key: int
+) -> int:
     mgid = 256 + index
     n = len(hosts)
     s.c()
     s.c(
         f"Job id {job_id} = job index {index}: n = {n}, slots {base}..{base + count - 1} of the "
-        f"pool, multicast group {mgid} (256 + index), one node (rid = rank, [port]) per worker."
+        f"pool, multicast group {mgid} (256 + index), one node (rid = rank, [port]) per worker, "
+        f"job key 0x{key:08x}."
     )
     for h in hosts:
         s.c(f"  rank {h.rank}: port {h.port}, MAC {h.mac}, IPv4 {h.ip}, UDP port {h.udp}")
@@ -134,7 +139,8 @@ def job_config(s: Stf, job_id: int, index: int, base: int, count: int, hosts: li
             f"add SwitchIngress.admission.workers hdr.agg.jobId:{job_id} "
             f"hdr.ipv4.srcAddr:0x{ip2int(h.ip):08x} hdr.udp.srcPort:{h.udp} "
             f"SwitchIngress.admission.admit(job_index:{index}, worker_rank:{h.rank}, "
-            f"n_workers:{n}, worker_bit:{1 << h.rank}, base:{base}, count:{count}, mgid:{mgid})"
+            f"n_workers:{n}, worker_bit:{1 << h.rank}, base:{base}, count:{count}, mgid:{mgid}, "
+            f"job_key:0x{key:08x})"
         )
         s.raw(
             f"add SwitchEgress.replica.replicas job_index:{index} egress_rid:{h.rank} "
@@ -187,7 +193,7 @@ def describe(agg: Agg) -> str:
     return (
         f"type {agg.msg_type} flags 0x{agg.flags:x} rank {agg.rank} job {agg.job_id} "
         f"set {agg.set} slot {agg.slot} exponent {agg.exponent} packetId 0x{agg.packet_id:x} "
-        f"block {agg.block} next 0x{agg.next:x}; elements {vals}"
+        f"block {agg.block} next 0x{agg.next:x} key 0x{agg.key:08x}; elements {vals}"
     )
 
 
@@ -206,30 +212,30 @@ def dense_one_worker() -> Stf:
     )
     static_config(s)
     w = Host(0, 1, "02:00:00:00:01:00", "10.0.1.1", 40100)
-    job_config(s, 7, 1, 0, 4, [w])
+    job_config(s, 7, 1, 0, 4, [w], KEY_7)
     s.c()
     s.c("Inputs leave TTL 17 and identification 0x1234, which results reset to 64 and 0.")
-    prime = Agg(MSG_DENSE, FLAG_NO_PAYLOAD, 0, 7, 0, 0, 140, 0, 0x11, 0, 0)
-    s.c(f"1. Priming, header-only (62 bytes, IPv4 length 48, UDP length 28): {describe(prime)}")
+    prime = Agg(MSG_DENSE, FLAG_NO_PAYLOAD, 0, 7, 0, 0, 140, 0, 0x11, 0, 0, key=KEY_7)
+    s.c(f"1. Priming, header-only (66 bytes, IPv4 length 52, UDP length 32): {describe(prime)}")
     s.packet(w.port, to_switch(w, prime))
-    res = Agg(MSG_DENSE, FLAG_RESULT | FLAG_NO_PAYLOAD, 0, 7, 0, 0, 140, 0, 0x11, 0, 0)
+    res = Agg(MSG_DENSE, FLAG_RESULT | FLAG_NO_PAYLOAD, 0, 7, 0, 0, 140, 0, 0x11, 0, 0, key=KEY_7)
     s.c(
         f"   n = 1: complete at once; header-only result (flags RESULT|NO_PAYLOAD = 0x3): {describe(res)}"
     )
     s.expect(w.port, result_to(w, res))
     values = tuple(i - 32 for i in range(K))
-    use = Agg(MSG_DENSE, 0, 0, 7, 1, 2, 130, 0, 0x01020304, 2, 0xA, values)
-    s.c(f"2. A payload (318 bytes, IPv4 length 304, UDP length 284): {describe(use)}")
+    use = Agg(MSG_DENSE, 0, 0, 7, 1, 2, 130, 0, 0x01020304, 2, 0xA, values, key=KEY_7)
+    s.c(f"2. A payload (322 bytes, IPv4 length 308, UDP length 288): {describe(use)}")
     s.packet(w.port, to_switch(w, use))
-    res = Agg(MSG_DENSE, FLAG_RESULT, 0, 7, 1, 2, 130, 0, 0x01020304, 2, 0xA, values)
+    res = Agg(MSG_DENSE, FLAG_RESULT, 0, 7, 1, 2, 130, 0, 0x01020304, 2, 0xA, values, key=KEY_7)
     s.c(f"   result, the sum of one contribution, next echoed (dense): {describe(res)}")
     s.expect(w.port, result_to(w, res))
     s.c("3. The same packet again: a duplicate into a complete cell, answered by unicast out of")
     s.c("   the ingress port with the stored result, flags RESULT|RETRANSMIT = 0x5.")
     s.packet(w.port, to_switch(w, use))
-    res = Agg(MSG_DENSE, FLAG_RESULT | FLAG_RETRANSMIT, 0, 7, 1, 2, 130, 0, 0x01020304, 2, 0xA, values)  # fmt: skip
+    res = Agg(MSG_DENSE, FLAG_RESULT | FLAG_RETRANSMIT, 0, 7, 1, 2, 130, 0, 0x01020304, 2, 0xA, values, key=KEY_7)  # fmt: skip
     s.expect(w.port, result_to(w, res))
-    bad = Agg(MSG_DENSE, 0, 0, 7, 0, 4, 0, 0, 0, 4, 0, values)
+    bad = Agg(MSG_DENSE, 0, 0, 7, 0, 4, 0, 0, 0, 4, 0, values, key=KEY_7)
     s.c(f"4. Slot 4 of a 4-slot job (slot_range): dropped, nothing out. {describe(bad)}")
     s.packet(w.port, to_switch(w, bad))
     return s
@@ -246,7 +252,7 @@ def dense_two_workers() -> Stf:
     static_config(s)
     w0 = Host(0, 1, "02:00:00:00:03:00", "10.0.3.1", 40300)
     w1 = Host(1, 2, "02:00:00:00:03:01", "10.0.3.2", 40301)
-    job_config(s, 0x0102, 3, 100, 8, [w0, w1])
+    job_config(s, 0x0102, 3, 100, 8, [w0, w1], KEY_0102)
     pairs = [
         (INT32_MAX, 1),
         (INT32_MIN, -1),
@@ -262,28 +268,45 @@ def dense_two_workers() -> Stf:
     s.c("Lanes cycle through the pairs (w0, w1): (MAX, 1) (MIN, -1) (MAX, MAX) (MIN, MIN)")
     s.c("(-1, 1) (123456, -654321); their sums wrap modulo 2^32 to MIN, MAX, -2, 0, 0, -530865.")
     assert total[:6] == (INT32_MIN, INT32_MAX, -2, 0, 0, -530865)
-    a0 = Agg(MSG_DENSE, 0, 0, 0x0102, 1, 5, 200, 0, 0xA0, 13, 0, v0)
-    a1 = Agg(MSG_DENSE, 0, 1, 0x0102, 1, 5, 7, 0, 0xA1, 13, 0, v1)
+    a0 = Agg(MSG_DENSE, 0, 0, 0x0102, 1, 5, 200, 0, 0xA0, 13, 0, v0, key=KEY_0102)
+    a1 = Agg(MSG_DENSE, 0, 1, 0x0102, 1, 5, 7, 0, 0xA1, 13, 0, v1, key=KEY_0102)
     s.c(f"1. w0: {describe(a0)}  -> absorbed")
     s.packet(w0.port, to_switch(w0, a0))
     s.c("2. w0 again (a duplicate into the open slot): dropped, not added")
     s.packet(w0.port, to_switch(w0, a0))
-    forged = Agg(MSG_DENSE, 0, 0, 0x0102, 1, 5, 7, 0, 0xA1, 13, 0, v1)
+    forged = Agg(MSG_DENSE, 0, 0, 0x0102, 1, 5, 7, 0, 0xA1, 13, 0, v1, key=KEY_0102)
     s.c("3. w1 claiming rank 0 (wrong_rank): dropped")
     s.packet(w1.port, to_switch(w1, forged))
     s.c("4. w1 with its IPv4 checksum off by one (malformed): dropped")
     good = to_switch(w1, a1)
     csum = int.from_bytes(good[24:26], "big")
     s.packet(w1.port, good[:24] + ((csum + 1) & 0xFFFF).to_bytes(2, "big") + good[26:])
-    s.c(f"5. w1: {describe(a1)}  -> completes the slot (count 2 = n)")
+    bad_key = replace(a1, key=KEY_0102 ^ 0x00010000)
+    s.c("5. w1 with one bit of the job key wrong (bad_key): dropped before any slot state")
+    s.packet(w1.port, to_switch(w1, bad_key))
+    s.c(f"6. w1: {describe(a1)}  -> completes the slot (count 2 = n)")
     s.packet(w1.port, good)
-    res = Agg(MSG_DENSE, FLAG_RESULT, 1, 0x0102, 1, 5, 200, 0, 0xA1, 13, 0, total)
+    res = Agg(MSG_DENSE, FLAG_RESULT, 1, 0x0102, 1, 5, 200, 0, 0xA1, 13, 0, total, key=KEY_0102)
     s.c(f"   multicast, one replica per worker: {describe(res)} (exponent max(200, 7))")
     s.expect(w0.port, result_to(w0, res))
     s.expect(w1.port, result_to(w1, res))
-    s.c("6. w0 retransmits its packet: unicast answer to w0 (its rank and packetId), flags 0x5")
+    s.c("7. w0 retransmits its packet: unicast answer to w0 (its rank and packetId), flags 0x5")
     s.packet(w0.port, to_switch(w0, a0))
-    ans = Agg(MSG_DENSE, FLAG_RESULT | FLAG_RETRANSMIT, 0, 0x0102, 1, 5, 200, 0, 0xA0, 13, 0, total)
+    ans = Agg(
+        MSG_DENSE,
+        FLAG_RESULT | FLAG_RETRANSMIT,
+        0,
+        0x0102,
+        1,
+        5,
+        200,
+        0,
+        0xA0,
+        13,
+        0,
+        total,
+        key=KEY_0102,
+    )
     s.expect(w0.port, result_to(w0, ans))
     return s
 
@@ -299,47 +322,47 @@ def sparse_stream() -> Stf:
     static_config(s)
     w0 = Host(0, 1, "02:00:00:00:02:00", "10.0.2.1", 40200)
     w1 = Host(1, 2, "02:00:00:00:02:01", "10.0.2.2", 40201)
-    job_config(s, 9, 2, 16, 2, [w0, w1])
+    job_config(s, 9, 2, 16, 2, [w0, w1], KEY_9)
     s.c()
     s.c("Slot 1 carries blocks 1, 3, 5, 7 (S = 2). Block 3 is non-zero on w0 only, block 5 on")
     s.c("w1 only; blocks 1 and 7 are zero everywhere and never travel.")
-    p0 = Agg(MSG_SPARSE, FLAG_NO_PAYLOAD, 0, 9, 0, 1, 120, 0, 1, 1, 3)
-    p1 = Agg(MSG_SPARSE, FLAG_NO_PAYLOAD, 1, 9, 0, 1, 125, 0, 2, 1, 5)
+    p0 = Agg(MSG_SPARSE, FLAG_NO_PAYLOAD, 0, 9, 0, 1, 120, 0, 1, 1, 3, key=KEY_9)
+    p1 = Agg(MSG_SPARSE, FLAG_NO_PAYLOAD, 1, 9, 0, 1, 125, 0, 2, 1, 5, key=KEY_9)
     s.c(f"1. priming w0: {describe(p0)}")
     s.packet(w0.port, to_switch(w0, p0))
     s.c(f"2. priming w1: {describe(p1)}")
     s.packet(w1.port, to_switch(w1, p1))
-    r = Agg(MSG_SPARSE, FLAG_RESULT | FLAG_NO_PAYLOAD, 1, 9, 0, 1, 125, 0, 2, 1, 3)
+    r = Agg(MSG_SPARSE, FLAG_RESULT | FLAG_NO_PAYLOAD, 1, 9, 0, 1, 125, 0, 2, 1, 3, key=KEY_9)
     s.c(f"   header-only result, next = min(3, 5), exponent max: {describe(r)}")
     s.expect(w0.port, result_to(w0, r))
     s.expect(w1.port, result_to(w1, r))
     v0 = tuple((i * 7919) % 1000 - 500 for i in range(K))
-    u0 = Agg(MSG_SPARSE, 0, 0, 9, 1, 1, 125, 0, 3, 3, NEXT_END, v0)
-    u1 = Agg(MSG_SPARSE, FLAG_NO_PAYLOAD, 1, 9, 1, 1, 125, 0, 4, 3, 5)
+    u0 = Agg(MSG_SPARSE, 0, 0, 9, 1, 1, 125, 0, 3, 3, NEXT_END, v0, key=KEY_9)
+    u1 = Agg(MSG_SPARSE, FLAG_NO_PAYLOAD, 1, 9, 1, 1, 125, 0, 4, 3, 5, key=KEY_9)
     s.c(f"3. block 3, w1 first with its zero block header-only: {describe(u1)}")
     s.packet(w1.port, to_switch(w1, u1))
     s.c(f"4. block 3, w0 with data: {describe(u0)}")
     s.packet(w0.port, to_switch(w0, u0))
-    r = Agg(MSG_SPARSE, FLAG_RESULT, 0, 9, 1, 1, 125, 0, 3, 3, 5, v0)
+    r = Agg(MSG_SPARSE, FLAG_RESULT, 0, 9, 1, 1, 125, 0, 3, 3, 5, v0, key=KEY_9)
     s.c(f"   full result = w0's block (w1 counted as zeros), next = min(END, 5): {describe(r)}")
     s.expect(w0.port, result_to(w0, r))
     s.expect(w1.port, result_to(w1, r))
     v1 = tuple(-(i**2) for i in range(K))
-    e0 = Agg(MSG_SPARSE, FLAG_NO_PAYLOAD, 0, 9, 0, 1, 125, 0, 5, 5, NEXT_END)
-    e1 = Agg(MSG_SPARSE, 0, 1, 9, 0, 1, 125, 0, 6, 5, NEXT_END, v1)
+    e0 = Agg(MSG_SPARSE, FLAG_NO_PAYLOAD, 0, 9, 0, 1, 125, 0, 5, 5, NEXT_END, key=KEY_9)
+    e1 = Agg(MSG_SPARSE, 0, 1, 9, 0, 1, 125, 0, 6, 5, NEXT_END, v1, key=KEY_9)
     s.c("5. block 5 reuses set 0 (the priming's cell): w0's header-only packet is the first")
     s.c(f"   contribution, so the lanes start at 0: {describe(e0)}")
     s.packet(w0.port, to_switch(w0, e0))
     s.c(f"6. block 5, w1 with data: {describe(e1)}")
     s.packet(w1.port, to_switch(w1, e1))
-    r = Agg(MSG_SPARSE, FLAG_RESULT | FLAG_END, 1, 9, 0, 1, 125, 0, 6, 5, NEXT_END, v1)
+    r = Agg(MSG_SPARSE, FLAG_RESULT | FLAG_END, 1, 9, 0, 1, 125, 0, 6, 5, NEXT_END, v1, key=KEY_9)
     s.c(f"   next = END: the stream ends, flags RESULT|END = 0x9: {describe(r)}")
     s.expect(w0.port, result_to(w0, r))
     s.expect(w1.port, result_to(w1, r))
     s.c("7. w0 retransmits its header-only packet of block 5: the stored result has a payload,")
     s.c("   so the unicast answer is full; flags RESULT|RETRANSMIT|END = 0xD, w0's rank/packetId")
     s.packet(w0.port, to_switch(w0, e0))
-    r = Agg(MSG_SPARSE, FLAG_RESULT | FLAG_RETRANSMIT | FLAG_END, 0, 9, 0, 1, 125, 0, 5, 5, NEXT_END, v1)  # fmt: skip
+    r = Agg(MSG_SPARSE, FLAG_RESULT | FLAG_RETRANSMIT | FLAG_END, 0, 9, 0, 1, 125, 0, 5, 5, NEXT_END, v1, key=KEY_9)  # fmt: skip
     s.expect(w0.port, result_to(w0, r))
     return s
 

@@ -69,7 +69,9 @@ def test_one_worker(program: str) -> None:
     out = fab.send(w.port, w.frame(a))
     # the single contribution completes the slot: one multicast replica, to the worker
     assert len(out) == 1 and out[0][0] == w.port
-    expect = Agg(fab.msg_type, FLAG_RESULT, 0, 7, 0, 3, 130, 0x5A, 0xDEADBEEF, 3, 0x1234, values)
+    expect = Agg(
+        fab.msg_type, FLAG_RESULT, 0, 7, 0, 3, 130, 0x5A, 0xDEADBEEF, 3, 0x1234, values, job.key
+    )
     assert expect == model_result(fab, [a], a)
     check_result(fab, out[0][1], w, expect)
     assert fab.job_counters(1) == {EV_COMPLETION: 1}
@@ -166,7 +168,7 @@ def test_header_only_retransmission_answer(program: str) -> None:
     expect = model_result(fab, list(aggs.values()), aggs[1])
     assert expect.values is None and expect.flags & FLAG_NO_PAYLOAD and expect.exponent == 140
     check_multicast(fab, job, out, expect)
-    assert all(len(raw) == 62 for _, raw in out)
+    assert all(len(raw) == 66 for _, raw in out)
     out = fab.send(job.workers[0].port, job.workers[0].frame(aggs[0]))
     check_result(
         fab,
@@ -328,7 +330,7 @@ def test_dense_echoes_next_without_end_flag() -> None:
     b = job.workers[1].agg(0, 0, [2] * 64, next=NEXT_END)
     fab.send(job.workers[0].port, job.workers[0].frame(a))
     out = fab.send(job.workers[1].port, job.workers[1].frame(b))
-    expect = Agg(1, FLAG_RESULT, 1, 1, 0, 0, 0, 0, 0, 0, NEXT_END, (3,) * 64)
+    expect = Agg(1, FLAG_RESULT, 1, 1, 0, 0, 0, 0, 0, 0, NEXT_END, (3,) * 64, job.key)
     check_multicast(fab, job, out, expect)
 
 
@@ -341,7 +343,7 @@ def test_sparse_program_also_aggregates_dense_messages() -> None:
     b = job.workers[1].agg(0, 0, [2] * 64, msg_type=1, next=NEXT_END)
     assert fab.send(job.workers[0].port, job.workers[0].frame(a)) == []
     out = fab.send(job.workers[1].port, job.workers[1].frame(b))
-    expect = Agg(1, FLAG_RESULT, 1, 1, 0, 0, 0, 0, 0, 0, NEXT_END, (3,) * 64)
+    expect = Agg(1, FLAG_RESULT, 1, 1, 0, 0, 0, 0, 0, 0, NEXT_END, (3,) * 64, job.key)
     check_multicast(fab, job, out, expect)
 
 
@@ -368,7 +370,7 @@ def test_sparse_next_minimum_and_end(nexts: tuple[int, ...], minimum: int) -> No
 def test_k256_smoke(program_k: tuple[str, int]) -> None:
     program, k = program_k
     fab = Fabric(program, k=k)
-    assert fab.full_len == 1086
+    assert fab.full_len == 1090
     job = fab.add_job(job_id=77, index=9, n=2, base=8000, count=192)
     rng = random.Random(256)
     aggs = contribute(fab, job, 191, 1, {0: rand_block(rng, k), 1: rand_block(rng, k)}, exponent=3)

@@ -1,6 +1,6 @@
 """Bad input never changes any job's aggregation state (docs/protocol.md, "Job isolation and
 admission"): a wrong length, an unknown type or flag, a bad IPv4 checksum, an unregistered
-sender, a forged rank or an out-of-range slot is dropped, counted under its reason (in the
+sender, a wrong job key, a forged rank or an out-of-range slot is dropped, counted under its reason (in the
 order of the admission table) and nothing else is touched; the open slot it arrived in
 then completes with exactly the legitimate contributions. Packets to the switch that are
 not aggregation packets (IPv4 options, fragments, other protocols or ports, a cut header)
@@ -15,6 +15,7 @@ from dataclasses import replace
 import pytest
 from fabric import (
     AGG_PORT,
+    EV_BAD_KEY,
     EV_COMPLETION,
     EV_CONTRIBUTION,
     EV_MALFORMED,
@@ -62,7 +63,7 @@ Case = Callable[[Fabric, Job, Job], bytes]
 CASES: dict[str, tuple[Case, int | None, int]] = {
     # ---------------------------------------------------------------- lengths
     "truncated_by_one_byte": (lambda f, a, b: frame(f, a)[:-1], EV_MALFORMED, 1),
-    "cut_to_62_bytes_without_flag": (lambda f, a, b: frame(f, a)[:62], EV_MALFORMED, 1),
+    "cut_to_66_bytes_without_flag": (lambda f, a, b: frame(f, a)[:66], EV_MALFORMED, 1),
     "k_minus_1_elements": (
         lambda f, a, b: frame(f, a, good(f, a, values=values(f, 1)[:-1])),
         EV_MALFORMED,
@@ -81,7 +82,7 @@ CASES: dict[str, tuple[Case, int | None, int]] = {
         1,
     ),
     "no_payload_flag_with_payload_and_short_lengths": (
-        lambda f, a, b: frame(f, a, good(f, a, flags=FLAG_NO_PAYLOAD), udp_len=28, ip_len=48),
+        lambda f, a, b: frame(f, a, good(f, a, flags=FLAG_NO_PAYLOAD), udp_len=32, ip_len=52),
         EV_MALFORMED,
         1,
     ),
@@ -92,7 +93,7 @@ CASES: dict[str, tuple[Case, int | None, int]] = {
     ),
     "header_only_with_full_lengths": (
         lambda f, a, b: frame(
-            f, a, good(f, a, values=None), udp_len=28 + 4 * f.k, ip_len=48 + 4 * f.k
+            f, a, good(f, a, values=None), udp_len=32 + 4 * f.k, ip_len=52 + 4 * f.k
         ),
         EV_MALFORMED,
         1,
@@ -103,14 +104,21 @@ CASES: dict[str, tuple[Case, int | None, int]] = {
         1,
     ),
     "udp_length_minus_1": (
-        lambda f, a, b: frame(f, a, udp_len=27 + 4 * f.k),
+        lambda f, a, b: frame(f, a, udp_len=31 + 4 * f.k),
         EV_MALFORMED,
         1,
     ),
-    "udp_length_plus_1": (lambda f, a, b: frame(f, a, udp_len=29 + 4 * f.k), EV_MALFORMED, 1),
+    "udp_length_plus_1": (lambda f, a, b: frame(f, a, udp_len=33 + 4 * f.k), EV_MALFORMED, 1),
     "udp_length_0": (lambda f, a, b: frame(f, a, udp_len=0), EV_MALFORMED, 1),
-    "ip_length_minus_1": (lambda f, a, b: frame(f, a, ip_len=47 + 4 * f.k), EV_MALFORMED, 1),
-    "ip_length_plus_4": (lambda f, a, b: frame(f, a, ip_len=52 + 4 * f.k), EV_MALFORMED, 1),
+    "ip_length_minus_1": (lambda f, a, b: frame(f, a, ip_len=51 + 4 * f.k), EV_MALFORMED, 1),
+    "ip_length_plus_4": (lambda f, a, b: frame(f, a, ip_len=56 + 4 * f.k), EV_MALFORMED, 1),
+    "header_20_bytes_as_before_job_keys": (
+        lambda f, a, b: (lambda x: x[:62] + x[66:])(
+            frame(f, a, udp_len=28 + 4 * f.k, ip_len=48 + 4 * f.k)
+        ),
+        EV_BAD_KEY,  # the first 4 payload bytes are read as the key
+        1,
+    ),
     # ---------------------------------------------------------------- type and flags
     "msg_type_0": (lambda f, a, b: frame(f, a, good(f, a, msg_type=0)), EV_MALFORMED, 1),
     # the dense program refuses sparse messages; the sparse one takes both, refuses 3
@@ -182,6 +190,42 @@ CASES: dict[str, tuple[Case, int | None, int]] = {
         EV_UNKNOWN_SENDER,
         0,
     ),
+    # ---------------------------------------------------------------- wrong job key
+    "key_of_another_job": (lambda f, a, b: frame(f, a, good(f, a, key=b.key)), EV_BAD_KEY, 1),
+    "key_0": (lambda f, a, b: frame(f, a, good(f, a, key=0)), EV_BAD_KEY, 1),
+    "key_lowest_bit_flipped": (
+        lambda f, a, b: frame(f, a, good(f, a, key=a.key ^ 1)),
+        EV_BAD_KEY,
+        1,
+    ),
+    "key_highest_bit_flipped": (
+        lambda f, a, b: frame(f, a, good(f, a, key=a.key ^ 0x80000000)),
+        EV_BAD_KEY,
+        1,
+    ),
+    "key_all_ones": (lambda f, a, b: frame(f, a, good(f, a, key=0xFFFFFFFF)), EV_BAD_KEY, 1),
+    "bad_key_before_malformed": (
+        lambda f, a, b: frame(f, a, good(f, a, key=b.key, flags=FLAG_RESULT), ip_csum=1),
+        EV_BAD_KEY,
+        1,
+    ),
+    "bad_key_before_wrong_rank_and_slot_range": (
+        lambda f, a, b: frame(f, a, good(f, a, key=b.key, rank=0, slot=4)),
+        EV_BAD_KEY,
+        1,
+    ),
+    "unknown_sender_before_bad_key": (
+        lambda f, a, b: frame(f, a, good(f, a, key=b.key), ip_src="10.1.1.99"),
+        EV_UNKNOWN_SENDER,
+        0,
+    ),
+    "other_jobs_worker_with_its_own_key_and_this_job_id": (
+        lambda f, a, b: b.workers[0].frame(
+            b.workers[0].agg(1, 0, values(f, 1), job_id=JOB_A, key=a.key)
+        ),
+        EV_UNKNOWN_SENDER,
+        0,
+    ),
     # ---------------------------------------------------------------- forged rank
     "rank_of_another_worker": (lambda f, a, b: frame(f, a, good(f, a, rank=0)), EV_WRONG_RANK, 1),
     "rank_of_the_last_worker": (lambda f, a, b: frame(f, a, good(f, a, rank=2)), EV_WRONG_RANK, 1),
@@ -225,7 +269,7 @@ CASES: dict[str, tuple[Case, int | None, int]] = {
     "fragment_offset": (lambda f, a, b: frame(f, a, flags_frag=0x0001), None, 0),
     "protocol_tcp": (lambda f, a, b: frame(f, a, proto=6), None, 0),
     "other_udp_port": (lambda f, a, b: frame(f, a, dport=AGG_PORT + 1), None, 0),
-    "aggregation_header_cut": (lambda f, a, b: frame(f, a)[:61], None, 0),
+    "aggregation_header_cut": (lambda f, a, b: frame(f, a)[:65], None, 0),
     "udp_header_only": (lambda f, a, b: frame(f, a)[:42], None, 0),
 }
 

@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 
 import pytest
 from fabric import (
+    AGG_HEADER,
     AGG_PORT,
+    EV_BAD_KEY,
     EV_COMPLETION,
     EV_CONTRIBUTION,
     EV_DUPLICATE,
@@ -76,17 +78,19 @@ def classify(fab: Fabric, raw: bytes) -> str | tuple[int, int] | None:
     if version != 4 or ihl != 5 or flags_frag & 0x3FFF or proto != 17 or len(raw) < 42:
         return TO_SWITCH
     sport, dport, udp_len = struct.unpack("!HHH", raw[34:40])
-    if dport != AGG_PORT or len(raw) < 62:
+    if dport != AGG_PORT or len(raw) < 42 + AGG_HEADER:
         return TO_SWITCH
     b0, rank, job_id, setslot = struct.unpack("!BBHH", raw[42:48])
-    key = (job_id, int.from_bytes(raw[26:30], "big"), sport)
-    worker = registry(fab).get(key)
+    source = (job_id, int.from_bytes(raw[26:30], "big"), sport)
+    worker = registry(fab).get(source)
     if worker is None:
         return (0, EV_UNKNOWN_SENDER)
     job = worker.job
+    if int.from_bytes(raw[62:66], "big") != job.key:
+        return (job.index, EV_BAD_KEY)
     msg_type, flags = b0 >> 4, b0 & 0xF
     has_payload = not flags & FLAG_NO_PAYLOAD
-    want_udp = 28 + 4 * fab.k if has_payload else 28
+    want_udp = 8 + AGG_HEADER + 4 * fab.k if has_payload else 8 + AGG_HEADER
     if (
         msg_type not in (fab.msg_type, 1)  # the sparse program also takes dense messages
         or flags & (FLAG_RESULT | FLAG_RETRANSMIT | FLAG_END)
@@ -125,6 +129,7 @@ FIELDS = {  # name: (offset, size) in the frame
     "rank": (43, 1),
     "job_id": (44, 2),
     "set_slot": (46, 2),
+    "key": (62, 4),
 }
 
 
@@ -146,7 +151,7 @@ def mutate(rng: random.Random, fab: Fabric, raw: bytes) -> bytes:
     if op == 1:  # bit flips in the headers
         b = bytearray(raw)
         for _ in range(rng.randint(1, 2)):
-            i = rng.randrange(min(62, len(b)))
+            i = rng.randrange(min(42 + AGG_HEADER, len(b)))
             b[i] ^= 1 << rng.randrange(8)
         return bytes(b)
     if op == 2:  # truncation
@@ -160,11 +165,16 @@ def mutate(rng: random.Random, fab: Fabric, raw: bytes) -> bytes:
         value = rng.choice([rng.getrandbits(8 * size), old + rng.choice([-1, 1]), 0])
         return set_field(raw, name, value)
     if op == 5:  # the aggregation fields an attacker would forge
-        name = rng.choice(["rank", "job_id", "set_slot", "type_flags"])
+        name = rng.choice(["rank", "job_id", "set_slot", "type_flags", "key"])
         if name == "rank":
             value = rng.choice([rng.randrange(8), rng.getrandbits(8)])
         elif name == "job_id":
             value = rng.choice([j.job_id for j in fab.jobs] + [0, rng.getrandbits(16)])
+        elif name == "key":  # another job's key, a near miss, or a guess
+            own = int.from_bytes(raw[62:66], "big") if len(raw) >= 66 else 0
+            value = rng.choice(
+                [j.key for j in fab.jobs] + [own ^ (1 << rng.randrange(32)), rng.getrandbits(32)]
+            )
         elif name == "set_slot":
             value = rng.choice([rng.randrange(16), rng.getrandbits(16), 0x7FFF])
         else:
@@ -184,7 +194,7 @@ def junk(rng: random.Random, fab: Fabric, template: bytes) -> bytes:
         return rng.randbytes(rng.choice([rng.randrange(70), rng.randrange(1200)]))
     if kind < 0.16:  # a well-formed frame to the switch with a random header and payload
         w = rng.choice([w for j in fab.jobs for w in j.workers])
-        agg = rng.randbytes(20)
+        agg = rng.randbytes(AGG_HEADER)
         payload = agg + rng.randbytes(4 * rng.choice([0, fab.k - 1, fab.k, fab.k + 1]))
         return w.frame(Agg(1, 0, 0, 0, 0, 0), payload=payload)
     raw = template
@@ -333,7 +343,15 @@ def test_fuzz_between_legitimate_aggregations(program: str) -> None:
 
     assert sent_junk >= JUNK
     # the fuzz reached every rejection class, and both kinds of non-aggregation traffic
-    for k in (OTHER, TO_SWITCH, EV_UNKNOWN_SENDER, EV_MALFORMED, EV_WRONG_RANK, EV_SLOT_RANGE):
+    for k in (
+        OTHER,
+        TO_SWITCH,
+        EV_UNKNOWN_SENDER,
+        EV_BAD_KEY,
+        EV_MALFORMED,
+        EV_WRONG_RANK,
+        EV_SLOT_RANGE,
+    ):
         assert kinds[k] >= 30, (k, kinds)
     # every use of every slot completed once, and every worker got its result once
     for job, rounds in ((a, 4), (b, 5)):

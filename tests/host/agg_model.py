@@ -17,12 +17,16 @@ import numpy as np
 
 RESULT, NO_PAYLOAD, RETRANSMIT, END = 0x1, 0x2, 0x4, 0x8
 NEXT_END = 0xFFFFFFFF
-HDR = struct.Struct(">BBHHBBIII")  # type|flags rank job set|slot exp reserved pid block next
+# type|flags rank job set|slot exp reserved pid block next key
+HDR = struct.Struct(">BBHHBBIIII")
 
 
 class ModelSwitch:
-    def __init__(self, *, n: int, k: int, job_id: int, slots: int, msg_type: int) -> None:
+    def __init__(
+        self, *, n: int, k: int, job_id: int, slots: int, msg_type: int, key: int = 0
+    ) -> None:
         self.n, self.k, self.job_id, self.slots, self.msg_type = n, k, job_id, slots, msg_type
+        self.key = key
         self.counters: Counter[str] = Counter()
         self.clear()
 
@@ -40,10 +44,13 @@ class ModelSwitch:
         if len(data) < HDR.size:
             self.counters["malformed"] += 1
             return []
-        tf, prank, job, ss, exp, res, pid, block, nxt = HDR.unpack_from(data)
+        tf, prank, job, ss, exp, res, pid, block, nxt, key = HDR.unpack_from(data)
         mtype, flags = tf >> 4, tf & 0xF
         if job != self.job_id:
             self.counters["unknown_sender"] += 1
+            return []
+        if key != self.key:
+            self.counters["bad_key"] += 1
             return []
         has_payload = not flags & NO_PAYLOAD
         want = HDR.size + 4 * self.k if has_payload else HDR.size
@@ -103,6 +110,7 @@ class ModelSwitch:
             pid,
             block,
             out_next,
+            key,
         )
         result = (
             hdr if out_flags & NO_PAYLOAD else hdr + self.lanes[slot, st].astype(">u4").tobytes()

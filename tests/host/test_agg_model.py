@@ -8,19 +8,19 @@ import struct
 import numpy as np
 from agg_model import END, NEXT_END, NO_PAYLOAD, RESULT, RETRANSMIT, ModelSwitch
 
-HDR = struct.Struct(">BBHHBBIII")
+HDR = struct.Struct(">BBHHBBIIII")
 K = 4
 
 
-def pkt(rank, st, slot, values=None, *, exp=0, nxt=0, pid=1, block=0, msg=1, job=5) -> bytes:
+def pkt(rank, st, slot, values=None, *, exp=0, nxt=0, pid=1, block=0, msg=1, job=5, key=0) -> bytes:
     flags = NO_PAYLOAD if values is None else 0
-    h = HDR.pack((msg << 4) | flags, rank, job, (st << 15) | slot, exp, 0, pid, block, nxt)
+    h = HDR.pack((msg << 4) | flags, rank, job, (st << 15) | slot, exp, 0, pid, block, nxt, key)
     return h if values is None else h + np.asarray(values, ">i4").tobytes()
 
 
 def parse(data: bytes):
-    tf, rank, job, ss, exp, res, pid, block, nxt = HDR.unpack_from(data)
-    vals = None if tf & NO_PAYLOAD else list(np.frombuffer(data, ">i4", offset=20))
+    tf, rank, job, ss, exp, res, pid, block, nxt, key = HDR.unpack_from(data)
+    vals = None if tf & NO_PAYLOAD else list(np.frombuffer(data, ">i4", offset=HDR.size))
     return dict(
         flags=tf & 0xF, rank=rank, set=ss >> 15, slot=ss & 0x7FFF, exp=exp, next=nxt, vals=vals
     )
@@ -91,3 +91,12 @@ def test_a_late_copy_of_an_earlier_use_is_counted_as_new() -> None:
     sw.receive(0, pkt(0, 1, 0, [3, 3, 3, 3]))  # worker 0 moves on to u + 1
     assert sw.receive(0, use_u) == []  # the late copy of u
     assert sw.count[0][0] == 3 and list(sw.lanes[0, 0]) == [3] * 4  # added again
+
+
+def test_wrong_key_is_dropped_before_any_slot_state() -> None:
+    sw = ModelSwitch(n=2, k=K, job_id=5, slots=1, msg_type=1, key=0xA5A5A5A5)
+    assert sw.receive(0, pkt(0, 0, 0, [1, 1, 1, 1], key=0xA5A5A5A4)) == []
+    assert sw.counters["bad_key"] == 1 and sw.bitmap[0] == [0, 0]
+    sw.receive(0, pkt(0, 0, 0, [1, 1, 1, 1], key=0xA5A5A5A5))
+    out = sw.receive(1, pkt(1, 0, 0, [2, 2, 2, 2], key=0xA5A5A5A5))
+    assert parse(out[0][1])["vals"] == [3] * 4

@@ -23,11 +23,14 @@ from p4reduce.host.protocol import (
 )
 
 JOB = 9
+KEY = 0xC0FFEE01  # the job key every packet carries
 K = 8
 
 
 def session(rank: int = 0, n: int = 1, slots: int = 3, msg_type: int = wire.MSG_DENSE, **kw):
-    return Session(rank=rank, n=n, job_id=JOB, slots=slots, k=K, msg_type=msg_type, **kw)
+    return Session(
+        rank=rank, n=n, job_id=JOB, job_key=KEY, slots=slots, k=K, msg_type=msg_type, **kw
+    )
 
 
 def sends(actions) -> list[Send]:
@@ -50,6 +53,7 @@ def result_bytes(h: wire.AggHeader, payload=None, **over) -> bytes:
         packet_id=h.packet_id,
         block=h.block,
         next=h.next,
+        key=h.key,
     )
     fields.update(over)
     return wire.encode(wire.AggHeader(**fields), payload, K)
@@ -75,15 +79,15 @@ def drive_alone(sess: Session, tensor: np.ndarray, switch: ModelSwitch, now: flo
 
 def test_session_checks_its_parameters() -> None:
     with pytest.raises(ValueError, match="rank"):
-        Session(rank=3, n=3, job_id=1, slots=4)
+        Session(rank=3, n=3, job_id=1, job_key=KEY, slots=4)
     with pytest.raises(ValueError, match="workers"):
-        Session(rank=0, n=33, job_id=1, slots=4)
+        Session(rank=0, n=33, job_id=1, job_key=KEY, slots=4)
     with pytest.raises(ValueError, match="job id"):
-        Session(rank=0, n=1, job_id=0, slots=4)
+        Session(rank=0, n=1, job_id=0, job_key=KEY, slots=4)
     with pytest.raises(ValueError, match="slots"):
-        Session(rank=0, n=1, job_id=1, slots=8193)
+        Session(rank=0, n=1, job_id=1, job_key=KEY, slots=8193)
     with pytest.raises(ValueError, match="message type"):
-        Session(rank=0, n=1, job_id=1, slots=4, msg_type=3)
+        Session(rank=0, n=1, job_id=1, job_key=KEY, slots=4, msg_type=3)
     with pytest.raises(ValueError, match="multiplier"):
         RetryPolicy(multiplier=0.5)
 
@@ -104,7 +108,9 @@ def test_non_finite_input_raises_before_anything_and_keeps_the_session() -> None
             s.allreduce(x)
         assert s.next_call == 0 and s.current is None and not s.sets.any()
         call, out = drive_alone(
-            s, np.ones(20, np.float32), ModelSwitch(n=1, k=K, job_id=JOB, slots=3, msg_type=mt)
+            s,
+            np.ones(20, np.float32),
+            ModelSwitch(n=1, k=K, job_id=JOB, slots=3, msg_type=mt, key=KEY),
         )
         assert isinstance(out, Done) and call.call_id == 0
         assert np.array_equal(out.result, np.ones(20, np.float32))
@@ -124,7 +130,7 @@ def test_call_copies_the_tensor() -> None:
     x = np.arange(16, dtype=np.int32)
     call = s.allreduce(x)
     x[:] = 0  # the caller reuses its buffer while the call runs
-    sw = ModelSwitch(n=1, k=K, job_id=JOB, slots=1, msg_type=wire.MSG_DENSE)
+    sw = ModelSwitch(n=1, k=K, job_id=JOB, slots=1, msg_type=wire.MSG_DENSE, key=KEY)
     todo, res = list(call.start(0.0)), None
     while todo:
         a = todo.pop(0)
@@ -204,6 +210,7 @@ def test_results_are_filtered_and_counted() -> None:
     (h,) = headers(started)
     payload = np.arange(K, dtype=np.int32)
     assert call.on_packet(result_bytes(h, payload, job_id=JOB + 1), 0) == []
+    assert call.on_packet(result_bytes(h, payload, key=KEY ^ 1), 0) == []  # another job key
     assert (
         call.on_packet(
             result_bytes(
@@ -223,7 +230,7 @@ def test_results_are_filtered_and_counted() -> None:
     assert call.on_packet(result_bytes(h, payload)[:-1], 0) == []
     assert call.on_packet(sends(started)[0].data, 0) == []  # a worker packet: no FLAG_RESULT
     st = call.stats
-    assert (st.foreign, st.stale, st.duplicates, st.malformed, st.results) == (2, 1, 2, 2, 0)
+    assert (st.foreign, st.stale, st.duplicates, st.malformed, st.results) == (3, 1, 2, 2, 0)
     good = result_bytes(h, payload, flags=wire.FLAG_RESULT | wire.FLAG_RETRANSMIT)
     (nxt,) = headers(call.on_packet(good, 0))
     assert (nxt.block, nxt.set) == (1, 1)
@@ -285,7 +292,7 @@ def test_max_attempts_limits_sends() -> None:
 
 
 def test_sets_flip_per_use_and_carry_across_calls() -> None:
-    sw = ModelSwitch(n=1, k=K, job_id=JOB, slots=2, msg_type=wire.MSG_DENSE)
+    sw = ModelSwitch(n=1, k=K, job_id=JOB, slots=2, msg_type=wire.MSG_DENSE, key=KEY)
     s = session(slots=2)
     # float, 3 blocks: slot 0 = priming, block 0, block 2; slot 1 = priming, block 1
     _, out = drive_alone(s, np.ones(3 * K, np.float32), sw)
@@ -317,7 +324,7 @@ def test_new_call_refused_until_the_previous_one_is_done() -> None:
 
 
 def job(n: int, slots: int, msg_type: int, retry: RetryPolicy, seed: int = 0, **net):
-    sw = ModelSwitch(n=n, k=K, job_id=JOB, slots=slots, msg_type=msg_type)
+    sw = ModelSwitch(n=n, k=K, job_id=JOB, slots=slots, msg_type=msg_type, key=KEY)
     ss = [session(rank=r, n=n, slots=slots, msg_type=msg_type, retry=retry) for r in range(n)]
     return sw, ss, Sim(sw, ss, seed=seed, **net)
 
@@ -445,7 +452,7 @@ def test_agreed_exponent_below_own_clamps_and_is_counted() -> None:
 
 
 def test_statistics_of_a_loss_free_call() -> None:
-    sw = ModelSwitch(n=1, k=K, job_id=JOB, slots=3, msg_type=wire.MSG_SPARSE)
+    sw = ModelSwitch(n=1, k=K, job_id=JOB, slots=3, msg_type=wire.MSG_SPARSE, key=KEY)
     s = session(slots=3, msg_type=wire.MSG_SPARSE)
     x = np.zeros((10, K), np.float32)
     x[[1, 4, 8]] = 1.5
@@ -454,7 +461,7 @@ def test_statistics_of_a_loss_free_call() -> None:
     assert st is call.stats
     # 3 primings (header-only) + blocks 1, 4, 8
     assert st.packets_sent == 6 and st.retransmissions == 0
-    assert st.bytes_sent == 3 * 20 + 3 * (20 + 4 * K)
+    assert st.bytes_sent == 3 * 24 + 3 * (24 + 4 * K)
     assert st.results == st.packets_received == 6 and st.duplicates == 0
     assert st.bytes_received == st.bytes_sent
     assert st.as_dict()["packets_sent"] == 6

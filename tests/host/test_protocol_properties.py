@@ -20,6 +20,7 @@ from p4reduce.host import wire
 from p4reduce.host.protocol import RetryPolicy, Session
 
 JOB = 42
+KEY = 0x0BADCAFE  # the job key every packet carries
 RETRY = RetryPolicy(initial_timeout=0.005, multiplier=2.0, max_timeout=0.04, give_up_after=1e9)
 
 
@@ -56,9 +57,11 @@ def run_job(
 ) -> None:
     rng = np.random.default_rng(seed)
     calls = [[make_tensor(rng, m, k, dtype, density) for _ in range(n)] for m in sizes]
-    switch = ModelSwitch(n=n, k=k, job_id=JOB, slots=slots, msg_type=msg_type)
+    switch = ModelSwitch(n=n, k=k, job_id=JOB, slots=slots, msg_type=msg_type, key=KEY)
     sessions = [
-        Session(rank=r, n=n, job_id=JOB, slots=slots, k=k, msg_type=msg_type, retry=RETRY)
+        Session(
+            rank=r, n=n, job_id=JOB, job_key=KEY, slots=slots, k=k, msg_type=msg_type, retry=RETRY
+        )
         for r in range(n)
     ]
     sim = Sim(switch, sessions, seed=seed, loss_up=loss_up, loss_down=loss_down, dup=dup)

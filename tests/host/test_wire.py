@@ -28,6 +28,7 @@ def hdr(**kw) -> AggHeader:
         packet_id=0xDEADBEEF,
         block=0x01020304,
         next=0,
+        key=0xA50F1E2D,
     )
     base.update(kw)
     return AggHeader(**base)
@@ -60,7 +61,7 @@ def test_constants_mirror_constants_p4() -> None:
 def test_header_bytes_follow_the_table() -> None:
     h = hdr(flags=wire.FLAG_NO_PAYLOAD, next=wire.NEXT_END, msg_type=wire.MSG_SPARSE)
     b = wire.pack_header(h)
-    assert len(b) == 20
+    assert len(b) == 24
     assert b[0] == 0x22  # msgType 2 in the high nibble, FLAG_NO_PAYLOAD in the low
     assert b[1] == 3
     assert b[2:4] == b"\x12\x34"
@@ -69,8 +70,14 @@ def test_header_bytes_follow_the_table() -> None:
     assert b[8:12] == b"\xde\xad\xbe\xef"
     assert b[12:16] == b"\x01\x02\x03\x04"
     assert b[16:20] == b"\xff\xff\xff\xff"
+    assert b[20:24] == b"\xa5\x0f\x1e\x2d"  # the job key
     assert wire.unpack_header(b) == h
-    assert wire.header_bytes(2, 2, 3, 0x1234, 1, 5, 130, 0xDEADBEEF, 0x01020304, wire.NEXT_END) == b
+    assert (
+        wire.header_bytes(
+            2, 2, 3, 0x1234, 1, 5, 130, 0xDEADBEEF, 0x01020304, wire.NEXT_END, 0xA50F1E2D
+        )
+        == b
+    )
 
 
 @settings(max_examples=60, deadline=None)
@@ -86,12 +93,13 @@ def test_header_bytes_follow_the_table() -> None:
     packet_id=st.integers(0, 2**32 - 1),
     block=st.integers(0, 2**32 - 1),
     next_=st.integers(0, 2**32 - 1),
+    key=st.integers(0, 2**32 - 1),
 )
 def test_header_round_trip(
-    msg_type, flags, rank, job_id, set_, slot, exponent, reserved, packet_id, block, next_
+    msg_type, flags, rank, job_id, set_, slot, exponent, reserved, packet_id, block, next_, key
 ) -> None:
     h = AggHeader(
-        msg_type, flags, rank, job_id, set_, slot, exponent, packet_id, block, next_, reserved
+        msg_type, flags, rank, job_id, set_, slot, exponent, packet_id, block, next_, reserved, key
     )
     assert wire.unpack_header(wire.pack_header(h)) == h
 
@@ -109,6 +117,8 @@ def test_header_round_trip(
         ("packet_id", 2**32),
         ("block", -1),
         ("next", 2**32),
+        ("key", 2**32),
+        ("key", -1),
     ],
 )
 def test_pack_header_rejects_fields_too_wide(field: str, value: int) -> None:
@@ -119,8 +129,8 @@ def test_pack_header_rejects_fields_too_wide(field: str, value: int) -> None:
 def test_payload_is_big_endian_int32() -> None:
     v = np.array([1, -1, 2**31 - 1, -(2**31)] + [0] * (K - 4), dtype=np.int32)
     data = wire.encode(hdr(), v, K)
-    assert len(data) == 20 + 4 * K
-    assert data[20:36] == bytes.fromhex("00000001ffffffff7fffffff80000000")
+    assert len(data) == 24 + 4 * K
+    assert data[24:40] == bytes.fromhex("00000001ffffffff7fffffff80000000")
     p = wire.decode(data, K)
     assert p.header == hdr()
     assert p.payload.dtype == np.int32 and p.payload.dtype.isnative
@@ -142,7 +152,7 @@ def test_header_only_packets() -> None:
         wire.encode(hdr(), np.zeros(K, np.int64), K)
 
 
-@pytest.mark.parametrize("length", [0, 19, 21, 20 + 4 * K - 1, 20 + 4 * K + 1, 20 + 4 * 256])
+@pytest.mark.parametrize("length", [0, 20, 23, 25, 24 + 4 * K - 1, 24 + 4 * K + 1, 24 + 4 * 256])
 def test_decode_rejects_wrong_lengths(length: int) -> None:
     data = (wire.pack_header(hdr(flags=wire.FLAG_RESULT)) + bytes(4 * 256 + 4))[:length]
     with pytest.raises(WireError):
@@ -190,7 +200,7 @@ def test_decode_request_rejects_result_side_flags() -> None:
 def test_k256_packets() -> None:
     v = np.arange(256, dtype=np.int32) - 128
     data = wire.encode(hdr(), v, 256)
-    assert len(data) == 20 + 1024
+    assert len(data) == 24 + 1024
     assert np.array_equal(wire.decode(data, 256).payload, v)
     with pytest.raises(WireError):
         wire.decode(data, 64)

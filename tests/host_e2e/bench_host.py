@@ -18,6 +18,8 @@ from p4reduce.host import UdpTransport, run_call
 from p4reduce.host.protocol import Done, Session
 from p4reduce.host.wire import MSG_DENSE, MSG_SPARSE
 
+KEY = 0x5EC2E7  # the job key every packet carries
+
 
 def main() -> None:
     m = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_003
@@ -36,7 +38,7 @@ def main() -> None:
             ("dense int32", MSG_DENSE, rng.integers(-1000, 1000, m).astype(np.int32)),
             ("sparse float32 100%", MSG_SPARSE, rng.standard_normal(m).astype(np.float32)),
         ):
-            ses = Session(rank=0, n=1, job_id=1, slots=slots, msg_type=msg)
+            ses = Session(rank=0, n=1, job_id=1, job_key=KEY, slots=slots, msg_type=msg)
             with UdpTransport((host, int(port))) as t:
                 run_call(ses.allreduce(x[:100_000]), t)  # warm up
                 best = None

@@ -182,12 +182,13 @@ class Stack:
         assert first + n <= len(self.pool)
         job = self.next_job
         self.next_job += 1
+        secret = f"test-secret-of-job-{job}"  # one per job, shared by its ranks
 
         def one(rank: int) -> AllreduceSession:
             return AllreduceSession.join(
                 self.url, job, rank, n, sock=self.pool[first + rank].dup(),
                 switch_port=first + rank + 1, slots=slots, timeout=timeout, retry=retry,
-                auto_recover=auto_recover,
+                auto_recover=auto_recover, secret=secret,
             )  # fmt: skip
 
         with concurrent.futures.ThreadPoolExecutor(n) as ex:

@@ -30,7 +30,7 @@ def test_switch_never_started() -> None:
     a = Assignment(
         job_id=3, job_index=1, rank=0, n=2, slot_base=0, slot_count=4, k=64,
         program="dense", switch_ip="127.0.0.1", switch_mac=None, agg_port=free_port("udp"),
-        mgid=257, timeouts=Timeouts(200, 3200, 30),
+        mgid=257, job_key=0x5EC2E7, timeouts=Timeouts(200, 3200, 30),
         members=[{"rank": 0, "ip": "127.0.0.1", "udp_port": port}],
     )  # fmt: skip
     with AllreduceSession(a, sock, retry=RETRY) as s:
@@ -56,7 +56,7 @@ def test_default_retry_comes_from_the_assignment() -> None:
     a = Assignment(
         job_id=3, job_index=1, rank=0, n=1, slot_base=0, slot_count=4, k=64,
         program="dense", switch_ip="127.0.0.1", switch_mac=None, agg_port=free_port("udp"),
-        mgid=257, timeouts=Timeouts(100, 400, 4),
+        mgid=257, job_key=0x5EC2E7, timeouts=Timeouts(100, 400, 4),
         members=[{"rank": 0, "ip": "127.0.0.1", "udp_port": sock.getsockname()[1]}],
     )  # fmt: skip
     with AllreduceSession(a, sock) as s:
@@ -118,3 +118,12 @@ def _expect_timeout(s: AllreduceSession, x: np.ndarray) -> AllreduceTimeout:
     with pytest.raises(AllreduceTimeout) as info:
         s.allreduce(x)
     return info.value
+
+
+def test_join_needs_a_job_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No secret given and none in the environment: a one-line ValueError before anything
+    is sent (docs/controller.md, "Credentials"); the socket it bound is closed again."""
+    monkeypatch.delenv("P4REDUCE_JOB_SECRET", raising=False)
+    with pytest.raises(ValueError, match="job 3: no job secret: pass secret=") as e:
+        AllreduceSession.join("http://127.0.0.1:1", 3, 0, 1)
+    assert "\n" not in str(e.value)

@@ -17,6 +17,8 @@ from reflector import Reflector
 
 from p4reduce.free_port import free_port
 
+KEY = 0x5EC2E7  # the job key every packet carries
+
 
 @pytest.fixture
 def reflector() -> Iterator[Reflector]:
@@ -102,7 +104,7 @@ def test_icmp_refusal_is_counted_and_the_send_retried() -> None:
 def test_runner_drives_a_call_to_the_end(reflector: Reflector, msg_type: int, dtype: type) -> None:
     rng = np.random.default_rng(3)
     x = (rng.standard_normal(10_000) * 100).astype(dtype)
-    ses = Session(rank=0, n=1, job_id=9, slots=16, msg_type=msg_type)
+    ses = Session(rank=0, n=1, job_id=9, job_key=KEY, slots=16, msg_type=msg_type)
     with UdpTransport(reflector.address) as t:
         for _ in range(3):  # consecutive calls
             end = run_call(ses.allreduce(x), t)
@@ -118,7 +120,7 @@ def test_runner_retransmits_lost_packets() -> None:
     try:
         x = np.arange(20_000, dtype=np.int32)
         retry = RetryPolicy(initial_timeout=0.01, max_timeout=0.05, give_up_after=10)
-        ses = Session(rank=0, n=1, job_id=9, slots=8, retry=retry)
+        ses = Session(rank=0, n=1, job_id=9, job_key=KEY, slots=8, retry=retry)
         with UdpTransport(r.address) as t:
             end = run_call(ses.allreduce(x), t)
         assert isinstance(end, Done)
@@ -130,7 +132,7 @@ def test_runner_retransmits_lost_packets() -> None:
 
 def test_runner_gives_up_in_time() -> None:
     retry = RetryPolicy(initial_timeout=0.01, max_timeout=0.05, give_up_after=0.3)
-    ses = Session(rank=0, n=1, job_id=9, slots=4, retry=retry)
+    ses = Session(rank=0, n=1, job_id=9, job_key=KEY, slots=4, retry=retry)
     with UdpTransport(("127.0.0.1", free_port("udp"))) as t:
         end = run_call(ses.allreduce(np.ones(100, dtype=np.int32)), t)
     assert isinstance(end, Failed) and isinstance(end.error, TimeoutError)

@@ -134,12 +134,14 @@ def ctl_json(switch: Process, *args: str) -> dict:
     return json.loads(done.stdout)
 
 
-def agg(rank: int, slot: int, set_: int, values: list[int] | None, packet_id: int = 1) -> bytes:
-    """A worker's UDP payload (docs/protocol.md, Aggregation header)."""
+def agg(
+    rank: int, slot: int, set_: int, values: list[int] | None, key: int, packet_id: int = 1
+) -> bytes:
+    """A worker's UDP payload (docs/protocol.md, Aggregation header), with the job key."""
     flags = 0 if values is not None else 0x2
     header = struct.pack(
-        "!BBHHBBIII", (1 << 4) | flags, rank, JOB, (set_ << 15) | slot, 130 + rank, 0,
-        packet_id, slot, 0,
+        "!BBHHBBIIII", (1 << 4) | flags, rank, JOB, (set_ << 15) | slot, 130 + rank, 0,
+        packet_id, slot, 0, key,
     )  # fmt: skip
     return header + (struct.pack(f"!{K}i", *values) if values is not None else b"")
 
@@ -149,7 +151,7 @@ def result(payload: bytes) -> tuple[int, int, int, list[int] | None]:
     b0, _rank, job, setslot, exponent = struct.unpack_from("!BBHHB", payload)
     assert b0 >> 4 == 1 and job == JOB
     flags = b0 & 0xF
-    lanes = None if flags & 0x2 else list(struct.unpack_from(f"!{K}i", payload, 20))
+    lanes = None if flags & 0x2 else list(struct.unpack_from(f"!{K}i", payload, 24))
     return flags, setslot & 0x7FFF, exponent, lanes
 
 
@@ -157,9 +159,11 @@ def values_of(rank: int) -> list[int]:
     return [rank * 1000 + i - 32 for i in range(K)]
 
 
-def send_all(build: Build, workers: list[Worker], slot: int, set_: int) -> None:
+def send_all(build: Build, workers: list[Worker], slot: int, set_: int, key: int) -> None:
     for w in workers:
-        w.sock.sendto(agg(w.rank, slot, set_, values_of(w.rank)), ("127.0.0.1", build.agg_port))
+        w.sock.sendto(
+            agg(w.rank, slot, set_, values_of(w.rank), key), ("127.0.0.1", build.agg_port)
+        )
 
 
 def test_one_shot_commands_drive_an_aggregation(
@@ -172,8 +176,9 @@ def test_one_shot_commands_drive_an_aggregation(
     members = [f"--member={w.rank}:127.0.0.1:{w.udp_port}:{w.mac}:{w.port}" for w in workers]
     job = ctl_json(switch, "job", "create", "--job", str(JOB), "--slots", "4", *members)
     assert len(job["members"]) == 3
+    key = job["job_key"]
 
-    send_all(build, workers, slot=2, set_=0)
+    send_all(build, workers, slot=2, set_=0, key=key)
     expected = [sum(values_of(r)[i] for r in range(3)) for i in range(K)]
     for w in workers:
         data, _ = w.sock.recvfrom(4096)
@@ -181,12 +186,14 @@ def test_one_shot_commands_drive_an_aggregation(
         assert (flags, slot, exponent, lanes) == (0x1, 2, 132, expected)
 
     # a retransmission into the complete slot is answered by unicast, to its sender only
-    workers[0].sock.sendto(agg(0, 2, 0, values_of(0)), ("127.0.0.1", build.agg_port))
+    workers[0].sock.sendto(agg(0, 2, 0, values_of(0), key), ("127.0.0.1", build.agg_port))
     data, _ = workers[0].sock.recvfrom(4096)
     assert result(data) == (0x1 | 0x4, 2, 132, expected)
     # a forged rank and an out-of-range slot are dropped and counted
-    workers[1].sock.sendto(agg(0, 1, 0, values_of(0)), ("127.0.0.1", build.agg_port))
-    workers[1].sock.sendto(agg(1, 4, 0, values_of(1)), ("127.0.0.1", build.agg_port))
+    workers[1].sock.sendto(agg(0, 1, 0, values_of(0), key), ("127.0.0.1", build.agg_port))
+    workers[1].sock.sendto(agg(1, 4, 0, values_of(1), key), ("127.0.0.1", build.agg_port))
+    # and so is a packet from a registered worker with another key
+    workers[1].sock.sendto(agg(1, 1, 0, values_of(1), key ^ 1), ("127.0.0.1", build.agg_port))
 
     state = ctl_json(switch, "slots", "--job", str(JOB), "--range", "2")
     set0 = state["slots"][0]["sets"][0]
@@ -199,12 +206,13 @@ def test_one_shot_commands_drive_an_aggregation(
         1,
     )
     assert mine["drops"]["wrong_rank"] == 1 and mine["drops"]["slot_range"] == 1
+    assert mine["drops"]["bad_key"] == 1
 
     assert ctl(switch, "job", "delete", "--job", str(JOB)).returncode == 0
     listed = ctl_json(switch, "job", "list")
     assert listed["jobs"] == []
     # the deleted job's workers are now unknown senders
-    workers[0].sock.sendto(agg(0, 2, 1, values_of(0)), ("127.0.0.1", build.agg_port))
+    workers[0].sock.sendto(agg(0, 2, 1, values_of(0), key), ("127.0.0.1", build.agg_port))
     stats = {s["job_index"]: s for s in ctl_json(switch, "stats")["jobs"]}
     assert stats[0]["drops"]["unknown_sender"] == 1
 
@@ -229,7 +237,7 @@ def test_registration_service_installs_the_job_once_all_ranks_joined(
     try:
         url = re.search(r"registration (http://[\d.:]+)", serve.line)
         assert url, serve.line
-        client = RegistrationClient(url[1], timeout=30)
+        client = RegistrationClient(url[1], timeout=30, secret="the-secret-of-this-test-job")
         assignments: dict[int, object] = {}
 
         def join(w: Worker) -> None:
@@ -248,7 +256,7 @@ def test_registration_service_installs_the_job_once_all_ranks_joined(
         assert (a0.agg_port, a0.slot_count, a0.k, a0.n) == (build.agg_port, 8, K, 3)
         assert all(a.slot_base == a0.slot_base for a in assignments.values())
 
-        send_all(build, workers, slot=7, set_=1)
+        send_all(build, workers, slot=7, set_=1, key=a0.job_key)
         expected = [sum(values_of(r)[i] for r in range(3)) for i in range(K)]
         for w in workers:
             data, _ = w.sock.recvfrom(4096)

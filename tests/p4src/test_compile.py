@@ -28,6 +28,16 @@ def test_tofino_profile_at_k64(program: str) -> None:
     registers = {r.preamble.name for r in compiled.p4info.registers}
     assert sum(name.startswith("SwitchIngress.accumulate.acc") for name in registers) == 64
     assert ("SwitchIngress.next_min.next_min" in registers) == (program == "sparse")
+    # admission stays one exact match on (job id, source address, source port): the job
+    # key is action data, compared after the lookup (docs/protocol.md, "Job keys")
+    (workers,) = [t for t in compiled.p4info.tables if t.preamble.name.endswith(".workers")]
+    assert [(f.name, f.match_type) for f in workers.match_fields] == [
+        ("hdr.agg.jobId", 2),
+        ("hdr.ipv4.srcAddr", 2),
+        ("hdr.udp.srcPort", 2),
+    ]  # 2 = EXACT
+    (admit,) = [a for a in compiled.p4info.actions if a.preamble.name.endswith(".admit")]
+    assert [(p.name, p.bitwidth) for p in admit.params][-1] == ("job_key", 32)
 
 
 @pytest.mark.parametrize("program", PROGRAMS)
@@ -35,7 +45,7 @@ def test_k256_builds_but_exceeds_the_tofino_parse_budget(program: str) -> None:
     compiled = compile_file(ROOT / "p4src" / f"{program}.p4", options(k=256))
     registers = {r.preamble.name for r in compiled.p4info.registers}
     assert sum(name.startswith("SwitchIngress.accumulate.acc") for name in registers) == 256
-    with pytest.raises(CompileError, match="8688 bits .* over Tofino's parse budget"):
+    with pytest.raises(CompileError, match="8720 bits .* over Tofino's parse budget"):
         compile_file(ROOT / "p4src" / f"{program}.p4", options(k=256, profile="tofino"))
 
 

@@ -189,13 +189,15 @@ def test_a_failed_worker_stops_the_run_and_leaves_nothing(tmp_path: Path) -> Non
                                      start_new_session=True)  # fmt: skip
             plan = json.dumps([{"elements": 1000, "dtype": "int32"}])
             common = ["--job", "1", "--n", "2", "--slots", "64", "--timeout", "30", "--plan", plan]
+            secret = {"P4REDUCE_JOB_SECRET": "the-job-secret-of-this-test"}
             good = st.spawn_in(h0, "good-0", [
                 sys.executable, "-m", "p4reduce.testbed.worker", "--url", st.url, "--rank", "0",
-                "--bind", h0.ip, "--mac", h0.mac, "--switch-port", "1", *common])  # fmt: skip
+                "--bind", h0.ip, "--mac", h0.mac, "--switch-port", "1", *common],
+                env=secret)  # fmt: skip
             bad = st.spawn_in(h1, "bad-1", [  # nothing listens on port 1: the join fails
                 sys.executable, "-m", "p4reduce.testbed.worker", "--url",
                 f"http://{st.net['mgmt_ip']}:1", "--rank", "1", "--bind", h1.ip, "--mac",
-                h1.mac, "--switch-port", "2", *common])  # fmt: skip
+                h1.mac, "--switch-port", "2", *common], env=secret)  # fmt: skip
             pids = [p.pid for p in st.procs]
             st.wait([good, bad], timeout=60)
     assert stray is not None and stray.wait(timeout=10) is not None

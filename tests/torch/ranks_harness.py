@@ -88,9 +88,12 @@ class Ranks:
             p.wait()
 
 
-def start(scenario: str, n: int, tmp: Path, init: str = "env", **env: str) -> Ranks:
-    """Start ranks 0..n-1 of ``scenario`` with ``init`` as the rendezvous ("env", "tcp" or
-    "file:PATH"); each in its own process group, so a kill reaches its children too."""
+def start(
+    scenario: str, n: int, tmp: Path, init: str = "env", script: Path = RANKS, **env: str
+) -> Ranks:
+    """Start ranks 0..n-1 of ``scenario`` of ``script`` (ranks.py or another file of
+    scenarios) with ``init`` as the rendezvous ("env", "tcp" or "file:PATH"); each in its
+    own process group, so a kill reaches its children too."""
     port = free_port("tcp")
     procs = []
     for rank in range(n):
@@ -110,7 +113,7 @@ def start(scenario: str, n: int, tmp: Path, init: str = "env", **env: str) -> Ra
         with open(tmp / f"rank{rank}.log", "wb") as log:
             procs.append(
                 subprocess.Popen(
-                    [sys.executable, str(RANKS), scenario],
+                    [sys.executable, str(script), scenario],
                     env=e,
                     stdout=log,
                     stderr=subprocess.STDOUT,

@@ -164,3 +164,35 @@ def test_without_a_process_group() -> None:
         HookState.create()
     with pytest.raises(TypeError, match="neither a p4reduce process group"):
         stats(object())
+
+
+class _Store:
+    """The two calls of Rendezvous that _job_secret uses, over a dict."""
+
+    def __init__(self, rank: int, shared: dict) -> None:
+        self.rank, self.shared = rank, shared
+
+    def set(self, key: str, value: object) -> None:
+        self.shared[key] = value
+
+    def get(self, key: str, purpose: str, timeout: float | None = None) -> object:
+        return self.shared[key]
+
+
+def test_rank_0_hands_the_job_secret_to_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/torch.md: rank 0 takes its own secret (option, environment, else a fresh one)
+    and publishes it; the others use their own when given, else rank 0's."""
+    from p4reduce.host.torch.endpoint import _job_secret
+    from p4reduce.host.torch.options import P4ReduceOptions
+
+    monkeypatch.delenv("P4REDUCE_JOB_SECRET", raising=False)
+    shared: dict = {}
+    drawn = _job_secret(_Store(0, shared), P4ReduceOptions())  # type: ignore[arg-type]
+    assert len(drawn) >= 16 and shared["job_secret"] == drawn
+    assert _job_secret(_Store(1, shared), P4ReduceOptions()) == drawn  # type: ignore[arg-type]
+    shared.clear()
+    given = P4ReduceOptions(secret="an-operator-given-secret")
+    assert _job_secret(_Store(0, shared), given) == "an-operator-given-secret"  # type: ignore[arg-type]
+    assert "an-operator-given-secret" not in repr(given)
+    monkeypatch.setenv("P4REDUCE_JOB_SECRET", "a-secret-from-the-environment")
+    assert _job_secret(_Store(1, {}), P4ReduceOptions()) == "a-secret-from-the-environment"  # type: ignore[arg-type]

@@ -1,0 +1,313 @@
+"""``BlockTopK``: block top-k with error feedback, an exchangeable ratio policy and the
+cost model's choice of collective, independent of how the collective is carried out.
+
+One step of one tensor (a DDP bucket, a numpy array) is
+
+    plan = topk.prepare(key, grad)          # select, split off the residual, pick a path
+    summed = <collective>(plan)             # the workers' sum of plan.payload (switch) or
+                                            # of the pairs (allgather: pack / unpack_sum)
+    mean = topk.complete(plan, summed, seconds)
+
+``plan.payload`` is the tensor's B·K elements (zero-padded) with the unselected blocks
+zeroed, followed by a *telemetry tail* that every worker adds to the same collective:
+
+    [kept energy, total energy, seconds of this worker's previous collective,
+     (agreed selection only) the energy of each block of residual + gradient]
+
+Summed, it gives every worker the same figures: the fraction of energy the step kept (the
+policy's input), the workers' mean collective time (the cost model's), and the aggregated
+block energies from which the agreed rule picks the next step's blocks. Because every
+decision (ratio, blocks for the agreed rule, path) is a function of aggregated values only,
+every worker decides alike and the workers' tensors keep one shape.
+
+Warm-up steps (``warmup_steps``), and an agreed step without a previous aggregated result,
+send everything (ratio 1) through the dense path; they also give the cost model its first
+measurement of the dense path.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..quantize import block_count, check_finite
+from .cost import PATHS, CostModel, volumes
+from .policy import FixedRatio, RatioPolicy, StepReport
+from .topk import ErrorFeedback, block_energy, blocks_of, expand, keep_count, select
+
+MODES = ("auto", *PATHS)
+SELECTIONS = ("local", "agreed")
+TAIL_SCALARS = 3  # kept energy, total energy, previous collective seconds
+
+
+@dataclass
+class TopKConfig:
+    """How block top-k compresses (docs/compression.md)."""
+
+    ratio: float = 0.05
+    """Fraction of the (compressible) blocks each step keeps; the fixed policy's ratio."""
+    selection: str = "local"
+    """"local": each worker its own top blocks (the union travels); "agreed": every worker
+    the same blocks, chosen from the previous step's aggregated block energies."""
+    error_feedback: bool = True
+    """Keep what was not sent and add it to the next step's gradient."""
+    warmup_steps: int = 10
+    """Steps (per tensor) sent whole through the dense path before compressing."""
+    mode: str = "auto"
+    """The collective: "dense", "sparse" (switch), "allgather" (gloo), or "auto" (the
+    cost model picks per tensor and step among those available)."""
+    policy: RatioPolicy | None = None
+    """The ratio policy (each tensor gets its own deep copy); None: ``FixedRatio(ratio)``."""
+    refresh: int = 50
+    """The cost model re-measures a path not used for this many choices (0: never)."""
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.ratio <= 1.0:
+            raise ValueError(f"TopKConfig.ratio {self.ratio}: in (0, 1]")
+        if self.selection not in SELECTIONS:
+            raise ValueError(f"TopKConfig.selection {self.selection!r}: one of {SELECTIONS}")
+        if self.mode not in MODES:
+            raise ValueError(f"TopKConfig.mode {self.mode!r}: one of {MODES}")
+        if self.warmup_steps < 0:
+            raise ValueError(f"TopKConfig.warmup_steps {self.warmup_steps}: at least 0")
+        if self.refresh < 0:
+            raise ValueError(f"TopKConfig.refresh {self.refresh}: at least 0")
+        if self.policy is not None and not (
+            hasattr(self.policy, "ratio") and callable(getattr(self.policy, "update", None))
+        ):
+            raise TypeError("TopKConfig.policy needs a ratio attribute and an update(report)")
+
+
+@dataclass
+class Plan:
+    """One step of one tensor, ready for its collective."""
+
+    key: object
+    step: int
+    path: str
+    """"dense", "sparse" or "allgather"."""
+    compressed: bool
+    """False for a warm-up (or first agreed) step, which sends everything."""
+    ratio: float
+    size: int
+    blocks: int
+    tail: int
+    mask: np.ndarray = field(repr=False)
+    """Block mask of what this worker sends (B,)."""
+    payload: np.ndarray = field(repr=False)
+    """float32, B·K + tail elements: the selected blocks, zeros, the telemetry tail."""
+    volumes: dict[str, float]
+    t0: float = field(default_factory=time.monotonic)
+
+    @property
+    def selected(self) -> int:
+        return int(self.mask.sum())
+
+
+@dataclass
+class TensorState:
+    """What block top-k keeps per tensor between steps."""
+
+    size: int
+    policy: RatioPolicy
+    cost: CostModel
+    feedback: ErrorFeedback
+    step: int = 0
+    agreed_energy: np.ndarray | None = field(default=None, repr=False)
+    union: int | None = None
+    """Blocks non-zero in the previous aggregated result (the next union's estimate)."""
+    last_seconds: float = 0.0
+    """This worker's time of its previous collective (sent in the next tail)."""
+    last_path: str | None = None
+    last_volume: float = 0.0
+    reports: list[StepReport] = field(default_factory=list, repr=False)
+    paths: list[str] = field(default_factory=list, repr=False)
+
+
+class BlockTopK:
+    """Block top-k for a group of ``n`` workers whose switch job has K = ``k`` and
+    ``slots`` slots; ``paths``: the collectives available ("sparse" needs the sparse
+    program, "allgather" a process group)."""
+
+    def __init__(
+        self,
+        config: TopKConfig,
+        *,
+        n: int,
+        k: int,
+        slots: int,
+        paths: tuple[str, ...] = PATHS,
+    ) -> None:
+        if n < 1 or k < 1 or slots < 1:
+            raise ValueError(f"BlockTopK: n {n}, k {k}, slots {slots} must be positive")
+        bad = [p for p in paths if p not in PATHS]
+        if bad or "dense" not in paths:
+            raise ValueError(f"BlockTopK paths {paths}: a subset of {PATHS} with 'dense'")
+        if config.mode != "auto" and config.mode not in paths:
+            raise ValueError(
+                f"TopKConfig.mode {config.mode!r} is not available here (available: "
+                f"{', '.join(paths)}; 'sparse' needs the sparse program)"
+            )
+        self.config = config
+        self.n, self.k, self.slots = n, k, slots
+        self.paths = tuple(p for p in PATHS if p in paths)
+        self.states: dict[object, TensorState] = {}
+
+    # ------------------------------------------------------------ per tensor state
+
+    def state(self, key: object, size: int) -> TensorState:
+        """The state of tensor ``key``; a new one when its size changed (DDP rebuilds its
+        buckets after the first iteration)."""
+        st = self.states.get(key)
+        if st is None or st.size != size:
+            cfg = self.config
+            proto = cfg.policy if cfg.policy is not None else FixedRatio(cfg.ratio)
+            allowed = self.paths if cfg.mode == "auto" else (cfg.mode,)
+            st = TensorState(
+                size=size,
+                policy=copy.deepcopy(proto),
+                cost=CostModel(
+                    paths=tuple(p for p in PATHS if p in allowed or p == "dense"),
+                    refresh=cfg.refresh,
+                ),  # fmt: skip
+                feedback=ErrorFeedback(enabled=cfg.error_feedback),
+            )
+            self.states[key] = st
+        return st
+
+    # ------------------------------------------------------------ one step
+
+    def prepare(self, key: object, grad: np.ndarray, always: np.ndarray | None = None) -> Plan:
+        """Select this step's blocks of ``grad`` (float32; ``always``: a block mask sent
+        every step, e.g. the first and last layers), keep the rest as the residual, and
+        pick the collective. Raises ``NonFiniteError`` for NaN/±Inf (nothing is kept)."""
+        g = np.ravel(np.asarray(grad))
+        if g.dtype != np.float32:
+            raise TypeError(f"block top-k of a {g.dtype} tensor: float32 expected")
+        check_finite(g)
+        cfg, k = self.config, self.k
+        st = self.state(key, g.size)
+        nb = block_count(g.size, k)
+        if always is not None and np.asarray(always).shape != (nb,):
+            raise ValueError(f"always has shape {np.asarray(always).shape}, expected ({nb},)")
+        agreed = cfg.selection == "agreed"
+        tail = TAIL_SCALARS + (nb if agreed else 0)
+        acc = st.feedback.accumulate(g)
+        energy = block_energy(acc, k)
+        warm = st.step < cfg.warmup_steps or (agreed and st.agreed_energy is None)
+        ratio = 1.0 if warm else st.policy.ratio
+        if warm:
+            mask = np.ones(nb, dtype=bool)
+        else:
+            fixed = np.zeros(nb, dtype=bool) if always is None else np.array(always, dtype=bool)
+            free = nb - int(fixed.sum())
+            keep = keep_count(ratio, free) if free else 0
+            mask = select(st.agreed_energy if agreed else energy, keep, fixed)
+        sent, rest = st.feedback.split(acc, expand(mask, k, g.size))
+        total_blocks = nb + -(-tail // k)
+        payload = np.zeros(nb * k + tail, dtype=np.float32)
+        payload[: g.size] = sent
+        t = payload[nb * k :]
+        t[0] = energy[mask].sum()
+        t[1] = energy.sum()
+        t[2] = st.last_seconds
+        if agreed:
+            # The energy of the next step's accumulator as far as it is known now: what is
+            # left plus this step's gradient (a proxy for the next one).
+            nxt = rest + g if cfg.error_feedback else g
+            t[TAIL_SCALARS:] = block_energy(nxt, k)
+        selected = int(mask.sum())
+        if agreed or warm:
+            union = selected
+        else:
+            union = st.union if st.union is not None else min(nb, self.n * selected)
+        tail_blocks = total_blocks - nb
+        vols = volumes(
+            blocks=total_blocks,
+            slots=self.slots,
+            union=union + tail_blocks,
+            selected=selected,
+            n=self.n,
+            k=k,
+            extra=tail + 0,
+        )
+        if warm:
+            path = "dense"
+        elif cfg.mode != "auto":
+            path = cfg.mode
+        else:
+            path = st.cost.choose(vols, self.paths)
+        return Plan(key, st.step, path, not warm, ratio, g.size, nb, tail, mask, payload, vols)
+
+    def complete(self, plan: Plan, summed: np.ndarray, seconds: float | None = None) -> np.ndarray:
+        """The workers' mean of the tensor from the summed payload (float32, ``plan.size``
+        elements); feeds the policy, the cost model and the agreed rule. ``seconds``: the
+        collective's time on this worker (default: since ``prepare``)."""
+        s = np.ravel(summed)
+        if s.shape != plan.payload.shape:
+            raise ValueError(f"summed payload has {s.size} elements, the plan {plan.payload.size}")
+        st = self.states[plan.key]
+        k, nb, n = self.k, plan.blocks, self.n
+        t = s[nb * k :].astype(np.float64)
+        kept = float(t[0] / t[1]) if t[1] > 0 else 1.0
+        prev_seconds = float(t[2]) / n if t[2] > 0 else None
+        if st.last_path is not None and prev_seconds is not None:
+            st.cost.observe(st.last_path, st.last_volume, prev_seconds)
+        if self.config.selection == "agreed":
+            st.agreed_energy = t[TAIL_SCALARS:].copy()
+        grad = s[: plan.size]
+        st.union = int(np.count_nonzero(blocks_of(grad, k).any(axis=1)))
+        st.last_seconds = (time.monotonic() - plan.t0) if seconds is None else float(seconds)
+        st.last_path, st.last_volume = plan.path, plan.volumes[plan.path]
+        st.paths.append(plan.path)
+        if plan.compressed:
+            report = StepReport(
+                step=plan.step,
+                ratio=plan.ratio,
+                kept=kept,
+                comm_seconds=prev_seconds,
+                dense_seconds=st.cost.predict("dense", plan.volumes["dense"]),
+            )
+            st.reports.append(report)
+            st.policy.update(report)
+        st.step += 1
+        out = grad / np.float32(n)
+        return out.astype(np.float32, copy=False)
+
+    # ------------------------------------------------------------ the allgather path
+
+    def pack(self, plan: Plan) -> np.ndarray:
+        """This worker's allgather message: the selected block indices (as float32, exact
+        below 2^24), their blocks, then the tail; the same length on every worker."""
+        if plan.blocks >= 1 << 24:
+            raise ValueError(f"{plan.blocks} blocks: the allgather path indexes fewer than 2^24")
+        k, nb = self.k, plan.blocks
+        idx = np.flatnonzero(plan.mask)
+        body = plan.payload[: nb * k].reshape(nb, k)[idx]
+        return np.concatenate(
+            [idx.astype(np.float32), body.ravel(), plan.payload[nb * k :]]
+        ).astype(np.float32, copy=False)
+
+    def unpack_sum(self, plan: Plan, gathered: np.ndarray) -> np.ndarray:
+        """The summed payload from every worker's ``pack`` (shape (n, L)), summed in rank
+        order so every worker gets the same float32 result."""
+        k, nb, c = self.k, plan.blocks, plan.selected
+        g = np.asarray(gathered, dtype=np.float32)
+        length = c * (k + 1) + plan.tail
+        if g.shape != (self.n, length):
+            raise ValueError(f"allgather gave shape {g.shape}, expected ({self.n}, {length})")
+        out = np.zeros(nb * k + plan.tail, dtype=np.float32)
+        body = out[: nb * k].reshape(nb, k)
+        for r in range(self.n):
+            row = g[r]
+            idx = row[:c].astype(np.int64)
+            if np.any(idx < 0) or np.any(idx >= nb) or np.any(row[:c] != idx):
+                raise ValueError(f"allgather: rank {r} sent block indices outside 0 .. {nb - 1}")
+            if np.unique(idx).size != idx.size:
+                raise ValueError(f"allgather: rank {r} sent a block twice")
+            body[idx] += row[c : c * (k + 1)].reshape(c, k)
+            out[nb * k :] += row[c * (k + 1) :]
+        return out

@@ -1,0 +1,87 @@
+"""Block top-k (p4reduce.host.compress) on AllreduceSession through the sparse program:
+workers are threads, each with its own BlockTopK; the switch sums what they selected."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+from conftest import Jobs
+from p4reduce.host.compress import TopKConfig, allreduce_topk, for_session
+from stack import K, on_all
+
+
+class ThreadAllgather:
+    """An allgather among the worker threads (the allgather path's collective)."""
+
+    def __init__(self, n: int) -> None:
+        self.barrier = threading.Barrier(n, timeout=30)
+        self.slots: list[np.ndarray | None] = [None] * n
+
+    def __call__(self, rank: int, msg: np.ndarray) -> np.ndarray:
+        self.slots[rank] = msg.copy()
+        self.barrier.wait()
+        out = np.stack(self.slots)  # type: ignore[arg-type]
+        self.barrier.wait()  # nobody overwrites a slot before everyone has read
+        return out
+
+
+def grads(step: int, rank: int, size: int) -> np.ndarray:
+    return np.random.default_rng(1000 * step + rank).standard_normal(size).astype(np.float32)
+
+
+def test_topk_through_the_switch_local_agreed_and_allgather(sparse: Jobs) -> None:
+    n, size, slots, steps = 3, 40 * K + 5, 4, 5
+    sessions = sparse.join(n, slots=slots)
+    gather = ThreadAllgather(n)
+    for selection, mode in (("local", "sparse"), ("agreed", "sparse"), ("local", "allgather")):
+        cfg = TopKConfig(ratio=0.1, selection=selection, warmup_steps=1, mode=mode)
+        tks = [for_session(s, cfg, allgather=True) for s in sessions]
+        for step in range(steps):
+            xs = [grads(step, r, size) for r in range(n)]
+
+            def work(s, r, xs=xs, tks=tks):  # noqa: ANN001, ANN202
+                mean = allreduce_topk(
+                    s, tks[r], xs[r], key="g", allgather=lambda msg, r=r: gather(r, msg)
+                )
+                st = s.last_stats
+                # distinct packets: a loaded machine may retransmit some
+                return mean, st.packets_sent - st.retransmissions
+
+            res = on_all(sessions, work)
+            means = [m for m, _ in res]
+            for m in means[1:]:
+                assert np.array_equal(m, means[0]), (selection, mode, step)
+            st = [tk.states["g"] for tk in tks]
+            assert len({s.paths[-1] for s in st}) == 1
+            path = st[0].paths[-1]
+            assert path == ("dense" if step == 0 else mode)
+            # what was sent: the accumulators minus the new residuals
+            if step == 0:
+                np.testing.assert_allclose(means[0], np.mean(xs, axis=0), atol=1e-5)
+            if path == "sparse":
+                # one priming packet per slot, then the union of the selected blocks and
+                # the telemetry tail's block
+                union = st[0].union
+                assert [p for _, p in res] == [slots + union + 1] * n, (selection, step)
+                if selection == "agreed":
+                    assert union == int(np.ceil(0.1 * 41))
+        assert all(tk.states["g"].step == steps for tk in tks)
+
+
+def test_error_feedback_sends_everything_eventually(sparse: Jobs) -> None:
+    """With one gradient and then zeros, the sum of the means over the steps converges to
+    the mean of that gradient: what was not sent is sent later (up to the switch's
+    quantization)."""
+    n, size = 2, 16 * K
+    sessions = sparse.join(n, slots=4)
+    cfg = TopKConfig(ratio=0.25, warmup_steps=0, mode="sparse")
+    tks = [for_session(s, cfg) for s in sessions]
+    first = [grads(0, r, size) for r in range(n)]
+    total = np.zeros(size, dtype=np.float64)
+    for step in range(4):
+        xs = first if step == 0 else [np.zeros(size, dtype=np.float32)] * n
+        means = on_all(sessions, lambda s, r, xs=xs: allreduce_topk(s, tks[r], xs[r]))
+        total += means[0]
+    np.testing.assert_allclose(total, np.mean(first, axis=0), atol=1e-5)
+    assert not any(tk.states[0].feedback.residual.any() for tk in tks)
