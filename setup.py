@@ -1,5 +1,6 @@
 """The compiled part of p4reduce; everything else is declared in pyproject.toml.
 
+host/_engine_c.c is the protocol core of one call in C (host/protocol/native.py).
 host/_quantize_c.c is a fused quantize/dequantize kernel, bit-identical to the numpy code
 in host/quantize.py, which falls back to that code when the module is missing. Its
 floating-point operations must stay exactly numpy's: FMA contraction off (no fused
@@ -9,12 +10,13 @@ float32 results over its int32 input, so no strict-aliasing assumptions either.
 
 from setuptools import Extension, setup
 
+FLAGS = ["-O3", "-ffp-contract=off", "-fno-strict-aliasing"]
+
 setup(
     ext_modules=[
-        Extension(
-            "p4reduce.host._quantize_c",
-            ["host/_quantize_c.c"],
-            extra_compile_args=["-O3", "-ffp-contract=off", "-fno-strict-aliasing"],
-        )
+        Extension("p4reduce.host._quantize_c", ["host/_quantize_c.c"], extra_compile_args=FLAGS),
+        # the native protocol core (host/protocol/native.py): it quantizes as quantize_row
+        # does, so the same floating-point rules apply
+        Extension("p4reduce.host._engine_c", ["host/_engine_c.c"], extra_compile_args=FLAGS),
     ]
 )

@@ -9,18 +9,26 @@ Printed, and written to ``--out`` as one CSV and one PNG per figure:
 - ``quantize``: block_exponents, quantize and dequantize (into a second array and in place)
   throughput next to ``np.copyto`` of the same array;
 - ``pps``: packets per second per worker, for every run above, next to a plain Python UDP
-  echo process driven the same way (same datagram size, same window).
+  echo process driven the same way (same datagram size, same window);
+- ``host`` (bench/engines.py): one worker against a reflector process, the native and the
+  Python protocol engine: packets/s and CPU per packet;
+- ``engines`` (bench/engines.py, not in the default set: minutes): time and worker CPU per
+  all-reduce for each K, worker count and size, native and Python engine, next to gloo
+  measured in the same run.
 
 Same-run baselines, so the ratios compare across machines: the UDP echo (goodput and
-packets/s of a Python process that only bounces datagrams), and ``np.copyto`` for the
-quantization. Timings are printed, never asserted. Goodput = tensor bits / time of the
+packets/s of a Python process that only bounces datagrams), the host kernel floor (the same
+aggregation packets, ceil(M/K) per worker with the job's slots in flight, pushed by a batched C
+client through the C reflector of bench/c/reflector.c: the switch's exchanges without P4 or
+Python), and ``np.copyto`` for the quantization. Timings are printed, never asserted. Goodput = tensor bits / time of the
 slowest worker's call; each figure is the median of ``--repeat`` calls after one warm-up.
 
 Workers are processes by default (``--runner threads`` runs them as threads of this
 process instead; see docs/testbed.md for the comparison).
 
     python bench/allreduce.py [--workers N] [--sizes M,M,...] [--worker-counts N,N,...]
-        [--density-elements M] [--densities D,D,...] [--repeat R] [--slots S] [--k 64|256]
+        [--density-elements M] [--densities D,D,...] [--repeat R] [--slots S] [--k K,K,...]
+        [--engines E,E]
         [--quant-elements M] [--runner processes|threads] [--out DIR] [--json] [--quick]
 """
 
@@ -39,11 +47,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import floor
 import numpy as np
 from p4reduce.controller.credentials import new_secret
 from p4reduce.host import quantize as Q
 from p4reduce.testbed.local import LocalStack, Proc
 from p4reduce.testbed.worker import run_plan
+
+sys.path.insert(0, str(Path(__file__).parent))
+import engines  # noqa: E402 - bench/engines.py, next to this file
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,6 +73,14 @@ while True:
 
 def ints(text: str) -> list[int]:
     return [int(float(x)) for x in text.split(",") if x]
+
+
+def ks_list(text: str) -> list[int]:
+    ks = ints(text)
+    bad = [k for k in ks if k not in (64, 256, 1024)]
+    if not ks or bad:
+        raise argparse.ArgumentTypeError(f"K {bad or text!r}: each one of 64, 256, 1024")
+    return ks
 
 
 def floats(text: str) -> list[float]:
@@ -188,6 +208,31 @@ def udp_echo(k: int, window: int, packets: int) -> dict[str, float]:
     return {"pps": packets / t, "goodput_gbps": packets * k * 32 / t / 1e9}
 
 
+_floors: dict[tuple[int, int, int, int], float] = {}
+
+
+def kernel_floor(n: int, m: int, k: int, slots: int) -> float:
+    """Seconds the host kernel needs for an M-element all-reduce's packets between n workers:
+    bench/c/reflector.c's batched client sends ceil(M/K) aggregation packets per worker,
+    ``slots`` in flight, through the C reflector (the switch's exchanges with no P4), and
+    receives the results. NaN where no C compiler exists. Measured once per shape."""
+    key = (n, m, k, slots)
+    if key not in _floors:
+        rounds = -(-m // k)
+        socks = floor.worker_sockets(n)
+        try:
+            with floor.reflector([s.getsockname() for s in socks]) as addr:
+                packets = floor.dense_packets(n, 1, slots, k)
+                _floors[key] = floor.run_client(addr, socks, packets, rounds, slots)["seconds"]
+        except floor.FloorUnavailable as err:
+            log(f"kernel floor unavailable: {err}")
+            _floors[key] = float("nan")
+        finally:
+            for s in socks:
+                s.close()
+    return _floors[key]
+
+
 def best(fn: Callable[[], object], reps: int, setup: Callable[[], object] | None = None) -> float:
     """The fastest of ``reps`` timed calls of fn, each after an untimed ``setup()``."""
     ts = []
@@ -286,11 +331,14 @@ def plots(out: Path, fig: dict[str, list[dict[str, Any]]], echo: dict[str, float
         if not rows:
             return
         f, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
-        xs = [r[x] for r in rows]
-        a.plot(xs, [r["seconds"] * 1e3 for r in rows], "o-")
+        for (engine, k), group in groups(rows).items():
+            xs = [r[x] for r in group]
+            label = f"K={k}" if engine == "default" else f"{engine}, K={k}"
+            a.plot(xs, [r["seconds"] * 1e3 for r in group], "o-", label=label)
+            b.plot(xs, [r["goodput_gbps"] for r in group], "o-", label=label)
         a.set_xlabel(xlabel)
         a.set_ylabel("time per all-reduce (ms)")
-        b.plot(xs, [r["goodput_gbps"] for r in rows], "o-", label="all-reduce")
+        a.legend()
         b.axhline(echo["goodput_gbps"], color="gray", ls="--", label="UDP echo (1 worker)")
         b.set_xlabel(xlabel)
         b.set_ylabel("goodput (Gb/s)")
@@ -356,11 +404,82 @@ def plots(out: Path, fig: dict[str, list[dict[str, Any]]], echo: dict[str, float
 
 # ---------------------------------------------------------------------- main
 def print_runs(key: str, rows: list[dict[str, Any]]) -> None:
-    """One table of timed all-reduces, varying ``key`` (elements or workers)."""
-    print(f"{key:>10} {'ms':>9} {'Gb/s':>8} {'vs echo':>8} {'pkt/s/worker':>13} {'retx':>5}")
+    """One table of timed all-reduces, varying ``key`` (elements or workers), next to the
+    host kernel floor (the same packets through the C reflector; ratio = floor / time)."""
+    print(f"{key:>10} {'ms':>9} {'Gb/s':>8} {'vs echo':>8} {'pkt/s/worker':>13} {'retx':>5} "
+          f"{'floor ms':>9} {'vs floor':>8}")  # fmt: skip
     for r in rows:
         print(f"{r[key]:>10} {r['seconds'] * 1e3:>9.1f} {r['goodput_gbps']:>8.4f} "
-              f"{r['ratio_to_echo']:>8.3f} {r['pps_per_worker']:>13,.0f} {r['retransmissions']:>5.0f}")  # fmt: skip
+              f"{r['ratio_to_echo']:>8.3f} {r['pps_per_worker']:>13,.0f} {r['retransmissions']:>5.0f} "
+              f"{r['floor_seconds'] * 1e3:>9.1f} {r['ratio_to_floor']:>8.3f}")  # fmt: skip
+
+
+def groups(rows: list[dict[str, Any]]) -> dict[tuple[str, int], list[dict[str, Any]]]:
+    """Rows by (engine, K), in the order they were run."""
+    out: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for r in rows:
+        out.setdefault((r["engine"], r["k"]), []).append(r)
+    return out
+
+
+def print_side_by_side(key: str, rows: list[dict[str, Any]], fixed: str) -> None:
+    """ms per all-reduce, one column per (engine, K), and the kernel floor per K."""
+    by = groups(rows)
+    if len(by) < 2:
+        return
+    ks = sorted({k for _, k in by})
+    cols = [f"{e} K={k}" for e, k in by] + [f"floor K={k}" for k in ks]
+    print(f"\nms per all-reduce against {key} ({fixed}): engines and K side by side")
+    print(f"{key:>10} " + " ".join(f"{c:>14}" for c in cols))
+    for x in sorted({r[key] for r in rows}):
+        cells = []
+        for group in by.values():
+            hit = [r for r in group if r[key] == x]
+            cells.append(f"{hit[0]['seconds'] * 1e3:>14.1f}" if hit else f"{'-':>14}")
+        for k in ks:
+            hit = [r for r in rows if r[key] == x and r["k"] == k]
+            cells.append(f"{hit[0]['floor_seconds'] * 1e3:>14.1f}" if hit else f"{'-':>14}")
+        print(f"{x:>10} " + " ".join(cells))
+
+
+def run_dense_figures(
+    args: argparse.Namespace, only: set[str], fig: dict[str, list[dict[str, Any]]],
+    add_pps: Callable[[str, dict[str, Any], str], None], ports: int, k: int,
+    engine: str | None, echo: dict[str, float],
+) -> None:  # fmt: skip
+    """The sizes and workers figures for one K on one engine of p4reduce-switch."""
+    label = engine or "default"
+    extra = ["--engine", engine] if engine else []
+    with LocalStack(ports, "dense", k=k, slots=args.slots, log=log, switch_args=extra) as stack:
+        runner = Runner(stack, args.runner, args.timeout)
+        if "sizes" in only:
+            plan = [item(m, k=k, repeat=args.repeat) for m in args.sizes]
+            lines = runner.run(args.workers, plan)
+            for i, m in enumerate(args.sizes):
+                s = summarize(lines, i)
+                row = {"elements": m, "workers": args.workers, "k": k, "engine": label, **s,
+                       "goodput_gbps": goodput(m, s["seconds"])}  # fmt: skip
+                row["ratio_to_echo"] = row["goodput_gbps"] / echo["goodput_gbps"]
+                row["floor_seconds"] = kernel_floor(args.workers, m, k, args.slots)
+                row["ratio_to_floor"] = row["floor_seconds"] / s["seconds"]
+                fig["sizes"].append(row)
+                add_pps("sizes", row, f"M={m} K={k} {label}")
+                log(f"sizes: M={m} K={k} {label}: {s['seconds'] * 1e3:.1f} ms, "
+                    f"{row['goodput_gbps']:.4f} Gb/s")  # fmt: skip
+        if "workers" in only:
+            m = args.size_for_workers
+            for n in args.worker_counts:
+                lines = runner.run(n, [item(m, k=k, repeat=args.repeat)])
+                s = summarize(lines, 0)
+                row = {"workers": n, "elements": m, "k": k, "engine": label, **s,
+                       "goodput_gbps": goodput(m, s["seconds"])}  # fmt: skip
+                row["ratio_to_echo"] = row["goodput_gbps"] / echo["goodput_gbps"]
+                row["floor_seconds"] = kernel_floor(n, m, k, args.slots)
+                row["ratio_to_floor"] = row["floor_seconds"] / s["seconds"]
+                fig["workers"].append(row)
+                add_pps("workers", row, f"N={n} K={k} {label}")
+                log(f"workers: N={n} K={k} {label}: {s['seconds'] * 1e3:.1f} ms, "
+                    f"{row['goodput_gbps']:.4f} Gb/s")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -378,14 +497,26 @@ def main(argv: list[str] | None = None) -> int:
                     help="densities, comma-separated (0.01,0.05,0.2,0.5,1)")  # fmt: skip
     ap.add_argument("--repeat", type=int, default=3, help="timed calls per figure (3)")
     ap.add_argument("--slots", type=int, default=64, help="slots per job (64)")
-    ap.add_argument("--k", type=int, choices=(64, 256), default=64, help="K (64)")
+    ap.add_argument("--k", type=ks_list, default=[64, 256, 1024],
+                    help="K per build, comma-separated: sizes and workers run once per K, "
+                    "printed side by side (64,256,1024; --quick: 64)")  # fmt: skip
+    ap.add_argument("--engines", default=None,
+                    help="p4reduce-switch engines, comma-separated (default: every one its "
+                    "--engine offers; its default engine without that option)")  # fmt: skip
     ap.add_argument("--quant-elements", type=int, default=4 << 20,
                     help="array size of the quantize figure (4194304)")  # fmt: skip
     ap.add_argument("--echo-packets", type=int, default=20_000, help="UDP echo baseline (20000)")
     ap.add_argument("--runner", choices=("processes", "threads"), default="processes")
     ap.add_argument("--timeout", type=float, default=300.0, help="per plan item (300 s)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out", help="bench/out")
-    ap.add_argument("--only", default="sizes,workers,density,quantize",
+    ap.add_argument("--host-elements", type=int, default=1_000_000,
+                    help="host figure: float32 elements per call (1000000)")  # fmt: skip
+    ap.add_argument("--engine-ks", type=ints, default=[64, 256], help="engines figure: K (64,256)")
+    ap.add_argument("--engine-workers", type=ints, default=[2, 4],
+                    help="engines figure: worker counts (2,4)")  # fmt: skip
+    ap.add_argument("--engine-sizes", type=ints, default=[1_000_000, 16_000_000],
+                    help="engines figure: float32 elements (1000000,16000000)")  # fmt: skip
+    ap.add_argument("--only", default="sizes,workers,density,quantize,host",
                     help="figures to run, comma-separated")  # fmt: skip
     ap.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -394,17 +525,23 @@ def main(argv: list[str] | None = None) -> int:
         ap.set_defaults(
             sizes=[1_000, 10_000], size_for_workers=5_000, worker_counts=[1, 2],
             density_elements=20_000, densities=[0.05, 1.0],
-            repeat=1, quant_elements=1 << 18, echo_packets=2_000,
+            repeat=1, quant_elements=1 << 18, echo_packets=2_000, k=[64], host_elements=100_000,
+            engine_ks=[64], engine_workers=[2], engine_sizes=[100_000],
         )  # fmt: skip
         args = ap.parse_args(argv)
     only = set(args.only.split(","))
     args.out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
 
-    echo = udp_echo(args.k, args.slots, args.echo_packets)
-    log(f"UDP echo baseline: {echo['pps']:,.0f} packets/s, {echo['goodput_gbps']:.3f} Gb/s")
+    ks, k0 = args.k, args.k[0]  # density and quantize figures use the first K
+    sw_engines = floor.switch_engines() if args.engines is None else args.engines.split(",")
+    echoes = {k: udp_echo(k, args.slots, args.echo_packets) for k in ks}
+    echo = echoes[k0]
+    for k, e in echoes.items():
+        log(f"UDP echo baseline, K = {k}: {e['pps']:,.0f} packets/s, {e['goodput_gbps']:.3f} Gb/s")
     fig: dict[str, list[dict[str, Any]]] = {
         "sizes": [], "workers": [], "density": [], "quantize": [], "pps": [],
+        "host": [], "engines": [],
     }  # fmt: skip
 
     def add_pps(figure: str, row: dict[str, Any], label: str) -> None:
@@ -422,43 +559,18 @@ def main(argv: list[str] | None = None) -> int:
 
     if only & {"sizes", "workers"}:
         ports = max([args.workers] + (args.worker_counts if "workers" in only else []))
-        with LocalStack(ports, "dense", k=args.k, slots=args.slots, log=log) as stack:
-            runner = Runner(stack, args.runner, args.timeout)
-            if "sizes" in only:
-                plan = [item(m, k=args.k, repeat=args.repeat) for m in args.sizes]
-                lines = runner.run(args.workers, plan)
-                for i, m in enumerate(args.sizes):
-                    s = summarize(lines, i)
-                    row = {"elements": m, "workers": args.workers, **s,
-                           "goodput_gbps": goodput(m, s["seconds"])}  # fmt: skip
-                    row["ratio_to_echo"] = row["goodput_gbps"] / echo["goodput_gbps"]
-                    fig["sizes"].append(row)
-                    add_pps("sizes", row, f"M={m}")
-                    log(
-                        f"sizes: M={m}: {s['seconds'] * 1e3:.1f} ms, {row['goodput_gbps']:.4f} Gb/s"
-                    )
-            if "workers" in only:
-                m = args.size_for_workers
-                for n in args.worker_counts:
-                    lines = runner.run(n, [item(m, k=args.k, repeat=args.repeat)])
-                    s = summarize(lines, 0)
-                    row = {"workers": n, "elements": m, **s,
-                           "goodput_gbps": goodput(m, s["seconds"])}  # fmt: skip
-                    row["ratio_to_echo"] = row["goodput_gbps"] / echo["goodput_gbps"]
-                    fig["workers"].append(row)
-                    add_pps("workers", row, f"N={n}")
-                    log(
-                        f"workers: N={n}: {s['seconds'] * 1e3:.1f} ms, {row['goodput_gbps']:.4f} Gb/s"
-                    )
+        for engine in sw_engines:
+            for k in ks:
+                run_dense_figures(args, only, fig, add_pps, ports, k, engine, echoes[k])
 
     if "density" in only:
         m, n = args.density_elements, args.workers
-        with LocalStack(n, "sparse", k=args.k, slots=args.slots, log=log) as stack:
+        with LocalStack(n, "sparse", k=k0, slots=args.slots, log=log) as stack:
             runner = Runner(stack, args.runner, args.timeout)
             plan = []
             for d in args.densities:
-                plan.append(item(m, mode="sparse", density=d, k=args.k, repeat=args.repeat))
-                plan.append(item(m, mode="dense", density=d, k=args.k, repeat=args.repeat))
+                plan.append(item(m, mode="sparse", density=d, k=k0, repeat=args.repeat))
+                plan.append(item(m, mode="dense", density=d, k=k0, repeat=args.repeat))
             lines = runner.run(n, plan)
             for j, d in enumerate(args.densities):
                 sp, de = summarize(lines, 2 * j), summarize(lines, 2 * j + 1)
@@ -477,12 +589,21 @@ def main(argv: list[str] | None = None) -> int:
                 )
 
     if "quantize" in only:
-        fig["quantize"] = quantize_rows(args.quant_elements, args.k, 5 if args.quick else 15)
+        fig["quantize"] = quantize_rows(args.quant_elements, k0, 5 if args.quick else 15)
+
+    if "host" in only:
+        fig["host"] = engines.host_rows(args.host_elements, args.k, args.slots,
+                                        1 if args.quick else 3)  # fmt: skip
+    if "engines" in only:
+        fig["engines"] = engines.engine_rows(
+            args.engine_ks, args.engine_workers, args.engine_sizes, args.slots, args.repeat, log
+        )
 
     for name, rows in fig.items():
         write_csv(args.out / f"{name}.csv", rows)
     write_csv(
-        args.out / "baseline.csv", [{"what": "udp_echo", "k": args.k, "window": args.slots, **echo}]
+        args.out / "baseline.csv",
+        [{"what": "udp_echo", "k": k, "window": args.slots, **e} for k, e in echoes.items()],
     )
     pngs = plots(args.out, fig, echo)
     total = time.perf_counter() - t_start
@@ -494,12 +615,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"all-reduce on the embedded switch (workers as {args.runner}); "
           f"UDP echo baseline {echo['pps']:,.0f} packets/s, {echo['goodput_gbps']:.4f} Gb/s")  # fmt: skip
-    if fig["sizes"]:
-        print(f"\ntime and goodput against size ({args.workers} workers, dense float32)")
-        print_runs("elements", fig["sizes"])
-    if fig["workers"]:
-        print(f"\ntime and goodput against workers ({args.size_for_workers} elements)")
-        print_runs("workers", fig["workers"])
+    for (engine, k), rows in groups(fig["sizes"]).items():
+        print(f"\ntime and goodput against size ({args.workers} workers, dense float32, "
+              f"K = {k}, engine {engine})")  # fmt: skip
+        print_runs("elements", rows)
+    for (engine, k), rows in groups(fig["workers"]).items():
+        print(f"\ntime and goodput against workers ({args.size_for_workers} elements, "
+              f"K = {k}, engine {engine})")  # fmt: skip
+        print_runs("workers", rows)
+    print_side_by_side("elements", fig["sizes"], f"{args.workers} workers")
+    print_side_by_side("workers", fig["workers"], f"{args.size_for_workers} elements")
     if fig["density"]:
         print(
             f"\nsparse against density ({args.density_elements} elements, {args.workers} workers)"
@@ -512,12 +637,16 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['speedup']:>8.2f} {r['sparse_packets_per_worker']:>12.0f} {r['dense_packets_per_worker']:>11.0f}")  # fmt: skip
     if fig["quantize"]:
         print(
-            f"\nquantization ({args.quant_elements} float32 elements, K = {args.k}; target: "
+            f"\nquantization ({args.quant_elements} float32 elements, K = {k0}; target: "
             f"quantize+dequantize in place (the protocol dequantizes in place) >= 0.5)"
         )
         for r in fig["quantize"]:
             print(f"  n={r['n']} {r['what']:<40} {r['seconds'] * 1e3:8.2f} ms "
                   f"{r['gbytes_per_s']:7.2f} GB/s  ratio to np.copyto {r['ratio_to_copyto']:.2f}")  # fmt: skip
+    if fig["host"]:
+        engines.print_host(fig["host"])
+    if fig["engines"]:
+        engines.print_engines(fig["engines"])
     print(f"\nwrote {len(pngs)} plots and CSVs to {args.out} ({total:.0f} s)")
     return 0
 

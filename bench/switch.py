@@ -1,6 +1,14 @@
-"""Switch-process speed: packets/s through the loopback UDP adapter and P4Runtime writes/s.
+"""Switch-process speed: aggregation packets/s of ``p4reduce-switch`` against the kernel's
+floor, packets/s through the loopback UDP adapter and P4Runtime writes/s.
 
-Everything runs in this process on 127.0.0.1 (the switch's data-plane thread, its UDP adapter
+- aggregation: ``p4reduce-switch`` as a process (the local stack: dense.p4 with K elements,
+  N workers registered through the controller) fed by a batched C load generator
+  (bench/c/reflector.c, ``client``) with one window of slots in flight per worker; baseline:
+  the same client against the C reflector (``serve``), which does the switch's receives and
+  multicast sends with recvmmsg/sendmmsg and no P4 (the kernel's floor here). One row per
+  engine: ``--engine python|native`` when p4reduce-switch offers the option, else its default.
+
+The rest runs in this process on 127.0.0.1 (the switch's data-plane thread, its UDP adapter
 and its gRPC server), with same-run baselines so the ratios compare across machines:
 
 - forwarding: the port-to-port program (tests/process/fwd.p4) relays datagrams from peer A
@@ -9,12 +17,14 @@ and its gRPC server), with same-run baselines so the ratios compare across machi
 - P4Runtime: table inserts with one update per Write RPC and in batches of 100; baseline: a
   no-op RPC (Capabilities) on the same channel.
 
-    python bench/switch.py [--packets N] [--writes N] [--json]
+    python bench/switch.py [--packets N] [--writes N] [--agg-workers N] [--agg-k K]
+        [--agg-rounds R] [--engines E,E] [--only aggregation,forwarding,p4runtime] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import socket
 import sys
@@ -23,7 +33,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
+import floor
 import grpc
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
@@ -180,12 +192,111 @@ def p4runtime_rates(rig: Rig, n: int) -> dict[str, float]:
     return {"noop_rpc_per_s": noop, "writes_single_per_s": single, "writes_batched_per_s": batched}
 
 
+def join_job(stack: Any, workers: int, slots: int) -> tuple[list[Any], list[str]]:
+    """Register job 1's workers (rank r on the stack's socket r) as real sessions do, so the
+    switch accepts their packets; the sessions and any errors."""
+    from p4reduce.controller.credentials import new_secret
+    from p4reduce.host.api import AllreduceSession
+
+    sessions: list[Any] = [None] * workers
+    errors: list[str] = []
+    secret = new_secret()  # the job's, shared by its ranks
+
+    def join(rank: int) -> None:
+        try:
+            sessions[rank] = AllreduceSession.join(
+                stack.url, 1, rank, workers, sock=stack.sockets[rank].dup(),
+                switch_port=rank + 1, slots=slots, timeout=60, secret=secret,
+            )  # fmt: skip
+        except Exception as err:  # noqa: BLE001 - reported by the caller
+            errors.append(f"rank {rank}: {err}")
+
+    threads = [threading.Thread(target=join, args=(r,)) for r in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sessions, errors
+
+
+def aggregation_rates(
+    workers: int, k: int, rounds: int, slots: int, engines: list[str | None], repeat: int = 3
+) -> dict[str, float | str]:
+    """Aggregation packets/s into p4reduce-switch per engine and into the C reflector: the
+    best of ``repeat`` runs each, the reflector's interleaved with the engine's (this
+    machine's load drifts; the best run is the one least disturbed by it). ``rounds`` is
+    rounded up to whole cycles of both sets of every slot, so that runs follow each other
+    on the same switch with the slots' sets where the packets expect them."""
+    from p4reduce.testbed.local import LocalStack
+
+    results: dict[str, float | str] = {}
+    cycle = 2 * slots
+    rounds = -(-rounds // cycle) * cycle
+
+    def reflector_pps() -> float:
+        socks = floor.worker_sockets(workers)
+        try:
+            with floor.reflector([s.getsockname() for s in socks]) as addr:
+                packets = floor.dense_packets(workers, 1, slots, k)
+                r = floor.run_client(addr, socks, packets, rounds, slots)
+            return r["packets_in"] / r["seconds"]
+        finally:
+            for s in socks:
+                s.close()
+
+    for engine in engines:
+        label = engine or "default"
+        floor_best = switch_best = 0.0
+        extra = ["--engine", engine] if engine else []
+        with LocalStack(workers, "dense", k=k, slots=slots, switch_args=extra) as stack:
+            sessions, errors = join_job(stack, workers, slots)
+            try:
+                if errors:
+                    raise RuntimeError(f"joining the job failed: {errors[0]}")
+                first = sessions[0]
+                assert first is not None
+                packets = floor.dense_packets(
+                    workers, first.job_id, slots, k, first.session.job_key
+                )
+                for _ in range(repeat):
+                    floor_best = max(floor_best, reflector_pps())
+                    try:
+                        r = floor.run_client(first.switch, stack.sockets, packets, rounds, slots)
+                    except RuntimeError as err:
+                        results[f"switch_{label}_pps"] = f"failed: {err}"
+                        break
+                    switch_best = max(switch_best, r["packets_in"] / r["seconds"])
+                    results[f"switch_{label}_pps"] = switch_best
+                results[f"reflector_{label}_pps"] = floor_best or reflector_pps()
+            finally:
+                for ses in sessions:
+                    if ses is not None:
+                        with contextlib.suppress(Exception):  # the stack stops anyway
+                            ses.close()
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--packets", type=int, default=20000, help="datagrams per figure")
     ap.add_argument("--writes", type=int, default=1000, help="table writes per figure (>= 100)")
+    ap.add_argument("--agg-workers", type=int, default=4, help="aggregation: workers (4)")
+    ap.add_argument("--agg-k", type=int, default=64, help="aggregation: K, 64/256/1024 (64)")
+    ap.add_argument("--agg-rounds", type=int, default=5000, help="aggregation: packets per worker")
+    ap.add_argument("--agg-slots", type=int, default=64, help="aggregation: slots = window (64)")
+    ap.add_argument("--agg-repeat", type=int, default=3, help="aggregation: best of R runs (3)")
+    ap.add_argument("--engines", default=None, help="p4reduce-switch engines (default: all)")
+    ap.add_argument("--only", default="aggregation,forwarding,p4runtime", help="figures to run")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args(argv)
+    only = set(args.only.split(","))
+    agg: dict[str, float | str] = {}
+    if "aggregation" in only:
+        engines = floor.switch_engines() if args.engines is None else args.engines.split(",")
+        agg = aggregation_rates(args.agg_workers, args.agg_k, args.agg_rounds, args.agg_slots,
+                                engines, args.agg_repeat)  # fmt: skip
+    if not only & {"forwarding", "p4runtime"}:
+        return print_aggregation(agg, args)
     base = echo_baseline(args.packets)
     with tempfile.TemporaryDirectory() as tmp:
         rig = Rig(Path(tmp))
@@ -197,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
             writes = p4runtime_rates(rig, max(100, args.writes))
         finally:
             rig.close()
+    print_aggregation(agg, args)
     results = {
         "forwarding_pps": round(pps),
         "udp_relay_baseline_pps": round(base),
@@ -220,6 +332,30 @@ def main(argv: list[str] | None = None) -> int:
         f"P4Runtime writes, 100 per RPC:      {results['writes_batched_per_s']:>9,} /s "
         f"(ratio to the no-op RPC {results['writes_batched_ratio']})"
     )
+    return 0
+
+
+def print_aggregation(agg: dict[str, float | str], args: argparse.Namespace) -> int:
+    if not agg:
+        return 0
+    if args.json:
+        print(json.dumps({"aggregation": agg}, indent=2))
+        return 0
+    print(
+        f"aggregation into p4reduce-switch (dense.p4, K = {args.agg_k}, {args.agg_workers} "
+        f"workers, {args.agg_slots} slots in flight, {args.agg_rounds} packets per worker; "
+        f"best of {args.agg_repeat} runs, the C reflector's interleaved with each engine's):"
+    )
+    for key, value in agg.items():
+        if not key.startswith("switch_"):
+            continue
+        name = key[len("switch_") : -len("_pps")]
+        floor_pps = float(agg[f"reflector_{name}_pps"])
+        if isinstance(value, str):
+            print(f"  p4reduce-switch, {name:<8} {value}")
+        else:
+            print(f"  p4reduce-switch, {name:<8} {value:>9,.0f} packets/s in; C reflector "
+                  f"{floor_pps:>9,.0f}/s; ratio to the floor {value / floor_pps:.3f}")  # fmt: skip
     return 0
 
 

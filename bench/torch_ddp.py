@@ -15,7 +15,11 @@ each as a ratio to gloo measured in the same run, and the backend's aggregation 
 per step (packets, retransmissions) where it has them.
 
     python bench/torch_ddp.py [--workers 2] [--steps 4] [--warmup 1] [--hidden 1000]
-        [--inputs 64] [--depth 2] [--backends gloo,p4reduce,hook] [--out DIR] [--json]
+        [--inputs 64] [--depth 2] [--backends gloo,p4reduce,hook] [--k 64,256,1024]
+        [--engines E,E] [--out DIR] [--json]
+
+The p4reduce backends run once per K (a local stack per build) and per switch engine, one
+row each, next to gloo.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import floor
 from p4reduce.testbed.local import LocalStack, StackError
 from p4reduce.testbed.ranks import Ranks, RanksError
 
@@ -55,8 +60,9 @@ def train(
     work: Path,
     extra: list[str],
     env: list[dict[str, str]] | None,
+    tag: str | None = None,
 ) -> dict[str, Any]:
-    """One training run; rank 0's summary line."""
+    """One training run (its files under ``work / tag``); rank 0's summary line."""
     argv = [
         sys.executable, str(EXAMPLE), "--backend", backend, "--json", "--probe",
         "--steps", str(args.steps), "--warmup", str(args.warmup),
@@ -65,7 +71,7 @@ def train(
     ]  # fmt: skip
     summary = None
     t0 = time.perf_counter()
-    with Ranks(work / backend) as ranks:
+    with Ranks(work / (tag or backend)) as ranks:
         ranks.start(argv, args.workers, rank_env=env)
         for line in ranks.follow(args.timeout + 30):
             if line.startswith("{"):
@@ -125,7 +131,7 @@ def plot(path: Path, rows: list[dict[str, Any]], title: str) -> None:
     xs = range(len(rows))
     a.bar([x - 0.2 for x in xs], [r["step_ms"] for r in rows], 0.4, label="training step")
     a.bar([x + 0.2 for x in xs], [r["allreduce_ms"] for r in rows], 0.4, label="all-reduce")
-    a.set_xticks(list(xs), [r["backend"] for r in rows])
+    a.set_xticks(list(xs), [r["backend"].replace(" ", "\n", 1) for r in rows], fontsize=7)
     a.set_yscale("log")
     a.set_ylabel("ms per step (median)")
     a.legend()
@@ -149,8 +155,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--backends", default=",".join(BACKENDS), help="gloo,p4reduce,hook")
     ap.add_argument("--timeout", type=float, default=600.0, help="per training run (600 s)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out", help="bench/out")
+    ap.add_argument("--k", default="64,256,1024",
+                    help="K per build of the switch's program, comma-separated: the p4reduce "
+                    "backends run once per K, printed side by side (64,256,1024)")  # fmt: skip
+    ap.add_argument("--engines", default=None,
+                    help="p4reduce-switch engines, comma-separated (default: every one its "
+                    "--engine offers; its default engine without that option)")  # fmt: skip
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
     args = ap.parse_args(argv)
+    try:
+        ks = [int(k) for k in args.k.split(",") if k]
+    except ValueError:
+        ks = []
+    if not ks or any(k not in (64, 256, 1024) for k in ks):
+        ap.error(f"--k {args.k!r}: comma-separated values among 64, 256, 1024")
+    engines = floor.switch_engines() if args.engines is None else args.engines.split(",")
     backends = [b for b in args.backends.split(",") if b]
     if "gloo" not in backends or any(b not in BACKENDS for b in backends):
         ap.error(f"--backends: gloo (the baseline) and any of {', '.join(BACKENDS[1:])}")
@@ -165,16 +184,21 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         summaries["gloo"] = train(args, "gloo", work, [], None)
         p4 = [b for b in backends if b != "gloo"]
-        if p4:
-            peers = [("127.0.0.1", free_port("udp")) for _ in range(args.workers)]
-            with LocalStack(args.workers, "dense", peers=peers, workdir=work / "stack",
-                            log=log) as stack:  # fmt: skip
-                env = [{"P4REDUCE_UDP_PORT": str(p)} for _, p in peers]
-                for job, b in enumerate(p4, start=1):
-                    extra = ["--url", stack.url, "--job-id", str(job)]
-                    summaries[b] = train(args, b, work, extra, env)
+        for engine in engines if p4 else []:
+            for k in ks:
+                label = f"K={k}" if engine is None else f"{engine} K={k}"
+                peers = [("127.0.0.1", free_port("udp")) for _ in range(args.workers)]
+                switch_args = [] if engine is None else ["--engine", engine]
+                with LocalStack(args.workers, "dense", k=k, peers=peers, log=log,
+                                workdir=work / f"stack-{engine}-{k}",
+                                switch_args=switch_args) as stack:  # fmt: skip
+                    env = [{"P4REDUCE_UDP_PORT": str(p)} for _, p in peers]
+                    for job, b in enumerate(p4, start=1):
+                        extra = ["--url", stack.url, "--job-id", str(job)]
+                        tag = f"{b}-{engine or 'default'}-k{k}"
+                        summaries[f"{b} {label}"] = train(args, b, work, extra, env, tag)
     base = summaries["gloo"]
-    rows = [row(b, summaries[b], base) for b in backends]
+    rows = [row(name, s, base) for name, s in summaries.items()]
     write_csv(args.out / "torch_ddp.csv", rows)
     title = (
         f"DDP on the embedded switch: {params:,} parameters, {args.workers} workers "
@@ -186,13 +210,13 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"rows": rows, "seconds": total}, indent=1))
         return 0
     print(title)
-    print(f"{'backend':<10} {'step ms':>10} {'all-reduce ms':>14} {'step/gloo':>10} "
+    print(f"{'backend':<24} {'step ms':>10} {'all-reduce ms':>14} {'step/gloo':>10} "
           f"{'all-reduce/gloo':>16} {'packets/step':>13} {'retx/step':>10} {'Gb/s':>8}")  # fmt: skip
     for r in rows:
         pk, rx = r["packets_sent_per_step"], r["retransmissions_per_step"]
         pk_text = "-" if math.isnan(pk) else f"{pk:,.0f}"
         rx_text = "-" if math.isnan(rx) else f"{rx:.1f}"
-        print(f"{r['backend']:<10} {r['step_ms']:>10.1f} {r['allreduce_ms']:>14.1f} "
+        print(f"{r['backend']:<24} {r['step_ms']:>10.1f} {r['allreduce_ms']:>14.1f} "
               f"{r['step_vs_gloo']:>10.2f} {r['allreduce_vs_gloo']:>16.1f} "
               f"{pk_text:>13} {rx_text:>10} {r['goodput_gbps']:>8.4f}")  # fmt: skip
     print(f"\nwrote {args.out / 'torch_ddp.csv'} and {args.out / 'torch_ddp.png'} ({total:.0f} s)")

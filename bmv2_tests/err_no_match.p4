@@ -1,6 +1,8 @@
-// err_no_match: a select with no matching case and no default ends parsing
-// with error.NoMatch; the packet is not dropped, headers extracted so far stay
-// valid, the next state's header stays invalid and its bytes remain payload.
+// err_no_match: a select with no matching case and no default ends parsing as
+// at accept, with parser_error still NoError (not the spec's NoMatch: p4c's BMv2
+// back end emits no default transition, and BMv2 ends the parse on a missing
+// one); the packet is not dropped, headers extracted so far stay valid, the next
+// state's header stays invalid and its bytes remain payload.
 #include <core.p4>
 #include <v1model.p4>
 

@@ -1,6 +1,6 @@
 // register_control_plane: STF register_write sets a cell that the data plane
 // then reads; data-plane writes persist; register_reset sets every cell back
-// to 0.
+// to 0 (register_reset.stf, through a wrapper that includes this file).
 #include <core.p4>
 #include <v1model.p4>
 

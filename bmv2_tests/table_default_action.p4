@@ -1,6 +1,7 @@
 // table_default_action: on a miss the default action runs with its declared
 // arguments; a `const default_action` stays; a non-const default_action can be
-// replaced with STF setdefault, which takes effect for later packets.
+// replaced with STF setdefault (table_default_action_set.stf, through a
+// wrapper that includes this file).
 #include <core.p4>
 #include <v1model.p4>
 

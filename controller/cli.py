@@ -259,23 +259,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--initial-timeout-ms",
         type=T_MS,
-        default=200,
+        default=Timeouts.initial_ms,
         metavar="MS",
-        help="workers' first retransmission timeout (default 200)",
+        help=f"workers' first retransmission timeout (default {Timeouts.initial_ms})",
     )
     p.add_argument(
         "--max-timeout-ms",
         type=T_MS,
-        default=3200,
+        default=Timeouts.max_ms,
         metavar="MS",
-        help="workers' largest retransmission timeout (default 3200)",
+        help=f"workers' largest retransmission timeout (default {Timeouts.max_ms})",
     )
     p.add_argument(
         "--retries",
         type=T_RETRIES,
-        default=30,
+        default=Timeouts.retries,
         metavar="N",
-        help="workers' retransmissions of one packet before failing (default 30)",
+        help=f"workers' retransmissions of one packet before failing (default {Timeouts.retries}; "
+        f"the defaults give up after {Timeouts().give_up_seconds():g} s)",
     )
     g = p.add_argument_group("credentials, TLS and limits (docs/controller.md)")
     g.add_argument(

@@ -58,11 +58,26 @@ _JOB_PATH = re.compile(r"^/v1/jobs/(\d+)(?:/(join|barrier|recover|leave|slots))?
 @dataclass
 class Timeouts:
     """Retransmission settings handed to workers: the first timeout, its cap (doubling in
-    between), and how many retransmissions of one packet before giving up."""
+    between), and how many retransmissions of one packet before giving up.
 
-    initial_ms: int = 200
-    max_ms: int = 3200
-    retries: int = 30
+    The defaults report a dead switch, a dead worker or a rank that does not come within
+    8.5 s (0.1 + 0.2 + 0.4 + 0.8 + 7 × 1.0): failure detection in seconds on loopback and on
+    any link of 1 Gbit/s or more. docs/controller.md ("Worker timeouts") says how to scale
+    them to a slower link or switch."""
+
+    initial_ms: int = 100
+    max_ms: int = 1000
+    retries: int = 10
+
+    def give_up_seconds(self) -> float:
+        """How long a worker waits for one packet's result before its call fails: the sum
+        of the first wait and the ``retries`` waits after each resend."""
+        w, total = max(self.initial_ms, 1), 0
+        cap = max(self.max_ms, w)
+        for _ in range(max(self.retries, 0) + 1):
+            total += w
+            w = min(w * 2, cap)
+        return total / 1000.0
 
 
 class Stopping(ControllerError):

@@ -46,6 +46,9 @@ from .transport import UdpTransport
 log = logging.getLogger("p4reduce.host")
 
 OPS = ("sum", "avg")
+# float16 travels as float32 (every float16 is a float32: the block exponents and the
+# quantization are those of its own values) and the result is rounded back to float16.
+DTYPES = (np.dtype(np.float32), np.dtype(np.float16), np.dtype(np.int32))
 MODES = ("dense", "sparse", "auto")
 
 # mode="auto" (docs/host.md): no agreement round for tensors of at most this many rounds
@@ -128,11 +131,12 @@ class _Pending:
 class _UserCall:
     """One allreduce as the user asked it, with the statistics it has gathered so far."""
 
-    array: np.ndarray
+    array: np.ndarray  # what travels: float32 or int32
     op: str
     out: np.ndarray | None
     stats: AllreduceStats
     t0: float
+    dtype: np.dtype = np.dtype(np.float32)  # the caller's (float16 is rounded back to it)
 
 
 def retry_from_timeouts(t: Timeouts) -> RetryPolicy:
@@ -172,6 +176,8 @@ class AllreduceSession:
     for leaving the job on ``close``; without one, ``barrier`` and ``recover`` are
     unavailable and ``close`` does not leave. ``auto_recover``: a call after a failed one
     first runs ``recover`` (the default); False makes it raise ``SessionFailed`` instead.
+    ``engine``: the protocol core the calls run on, ``"native"`` (the C core, the default;
+    the Python one with a one-line warning when it was not built) or ``"python"``.
     """
 
     def __init__(
@@ -183,6 +189,7 @@ class AllreduceSession:
         retry: RetryPolicy | None = None,
         registration: RegistrationClient | None = None,
         auto_recover: bool = True,
+        engine: str = "native",
     ) -> None:
         a = assignment
         if a.program not in ("dense", "sparse"):
@@ -214,7 +221,9 @@ class AllreduceSession:
             k=a.k,
             msg_type=wire.MSG_DENSE,
             retry=self.retry,
+            engine=engine,
         )  # checks n, rank, slots, K before the socket is taken
+        self.engine = self.session.engine  # "python" when the native core is not built
         self.transport = UdpTransport(self.switch, sock=sock, bind=bind)
         self.left: dict[str, Any] | None = None  # the service's answer to the leave
         self.leave_error: RegistrationError | None = None
@@ -250,6 +259,7 @@ class AllreduceSession:
         auto_recover: bool = True,
         secret: str | None = None,
         tls: dict[str, str] | None = None,
+        engine: str = "native",
     ) -> AllreduceSession:
         """Join job ``job_id`` at the registration service ``url`` as ``rank`` of ``n``.
 
@@ -297,7 +307,13 @@ class AllreduceSession:
                 timeout=timeout,
             )
             return cls(
-                a, sock, bind_ip=bind_ip, retry=retry, registration=reg, auto_recover=auto_recover
+                a,
+                sock,
+                bind_ip=bind_ip,
+                retry=retry,
+                registration=reg,
+                auto_recover=auto_recover,
+                engine=engine,
             )
         except BaseException:
             if own:
@@ -314,7 +330,8 @@ class AllreduceSession:
         out: np.ndarray | None = None,
     ) -> np.ndarray:
         """The sum (``op="sum"``) or mean (``"avg"``, float32 only) of ``array`` over the
-        job's workers; float32 or int32, any shape, the same size on every worker.
+        job's workers; float32, float16 or int32, any shape, the same size on every worker
+        (float16 travels as float32 and the result is rounded back to float16 once).
 
         ``mode``: ``"dense"`` (every block travels), ``"sparse"`` (only blocks non-zero on
         some worker; the sparse program only), ``"auto"`` (decided identically on every
@@ -322,7 +339,10 @@ class AllreduceSession:
         the result into (``out=array`` for in place); returns the result.
 
         Raises before anything is sent: ``TypeError`` (dtype), ``ValueError`` (NaN/±Inf,
-        an unknown op or mode, sparse on the dense program, a bad ``out``). A call without
+        more elements than the block field allows, an unknown op or mode,
+        sparse on the dense program, a bad or read-only ``out``). A non-contiguous or
+        read-only ``array`` is fine: it is only read (copied into blocks); an empty one
+        gives an empty result without a packet, on every worker alike (as gloo). A call without
         an answer in time raises ``AllreduceTimeout`` (a ``TimeoutError``)."""
         if self._executor is not None:
             # Keep submission order with calls already queued in the background.
@@ -366,6 +386,22 @@ class AllreduceSession:
             return
         with self._lock:
             self._recover(timeout)
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
+        """Run ``fn(*args)`` on the session's background thread, in order with the calls
+        submitted before and after it, holding the session's lock (so from ``fn`` use the
+        ``*_here`` methods, never the queuing ones). The torch backend runs its recovery
+        check this way at each collective's boundary."""
+        return self._submit(fn, *args)
+
+    @property
+    def failure(self) -> str | None:
+        """Why the next call cannot simply run (a failed or broken call), else None."""
+        return self._failure()
+
+    def recover_here(self, timeout: float | None = None) -> None:
+        """``recover`` for code already running on the session's thread (``submit``)."""
+        self._recover(timeout)
 
     def reset(self, next_call: int | None = None) -> None:
         """Forget a failed call and put every slot back at set 0, as at job creation.
@@ -468,9 +504,16 @@ class AllreduceSession:
         self, array: np.ndarray, op: str, mode: str, out: np.ndarray | None
     ) -> tuple[np.ndarray, np.ndarray | None]:
         a = np.asarray(array)
-        if a.dtype != np.float32 and a.dtype != np.int32:
+        if a.dtype not in DTYPES:
             raise TypeError(
-                f"allreduce of a {a.dtype} array: float32 or int32 expected (convert with astype)"
+                f"allreduce of a {a.dtype} array: float32, float16 or int32 expected (float64 "
+                f"would lose precision through the switch: convert with astype if that is fine)"
+            )
+        limit = (wire.NEXT_END - 1) * self.k
+        if a.size > limit:
+            raise ValueError(
+                f"allreduce of {a.size} elements: the block field allows at most "
+                f"{wire.NEXT_END - 1} blocks of K = {self.k} ({limit} elements); split it"
             )
         if op not in OPS:
             raise ValueError(f"op {op!r}: one of {', '.join(OPS)}")
@@ -500,7 +543,12 @@ class AllreduceSession:
         self._check_open()
         a, out = self._check_args(array, op, mode, out)
         self._check_idle()
-        user = _UserCall(a, op, out, AllreduceStats(calls=1, elements=a.size), time.monotonic())
+        dtype = a.dtype
+        if dtype == np.float16:
+            a = a.astype(np.float32)  # exact
+        user = _UserCall(
+            a, op, out, AllreduceStats(calls=1, elements=a.size), time.monotonic(), dtype
+        )
         if mode == "auto":
             vec = self._auto_vector(a)  # the non-finite check too
             if vec is not None:
@@ -640,6 +688,8 @@ class AllreduceSession:
     def _finish(self, user: _UserCall, result: np.ndarray) -> np.ndarray:
         if user.op == "avg":
             np.divide(result, np.float32(self.n), out=result)
+        if user.dtype != result.dtype and user.out is None:
+            result = result.astype(user.dtype)  # float16: rounded once, from the float32 sum
         if user.out is not None:
             np.copyto(user.out, result)
             result = user.out

@@ -1,7 +1,9 @@
 """Drive one protocol call over a transport until it is done or failed.
 
-The protocol core (``p4reduce.host.protocol``) is a pure state machine; this is the loop
-around it: wait until the socket is readable or the core's next deadline comes (or the
+A call of the native core (``protocol.native``) on a ``UdpTransport`` runs in the core's
+own C loop instead (``_run_native``): the same steps with ``recvmmsg``/``sendmmsg``
+batches, without the GIL. Otherwise: the protocol core (``p4reduce.host.protocol``) is a
+pure state machine; this is the loop around it: wait until the socket is readable or the core's next deadline comes (or the
 socket is writable again while sends are queued), feed ``on_packet`` / ``on_timer`` with
 ``time.monotonic()``, and carry out the ``Send`` actions. Every datagram ready is read in
 one batch, and the clock is read once per batch, so a burst of results costs one
@@ -10,14 +12,16 @@ one batch, and the clock is read once per batch, so a burst of results costs one
 
 from __future__ import annotations
 
+import errno
 import select
 import threading
 import time
 from collections.abc import Callable
 from typing import Protocol
 
-from .protocol import Call, Done, Failed, Send, SetTimer
+from .protocol import Call, Done, Failed, Send, SetTimer, native
 from .protocol.events import Action
+from .transport import UdpTransport
 
 POLL_CAP = 0.25  # seconds: the longest wait between looks at the cancel flag
 
@@ -48,6 +52,9 @@ def run_call(
     Returns the core's ``Done`` or ``Failed`` action. With ``cancel`` set from another
     thread, raises ``Cancelled`` within ``POLL_CAP`` seconds; the call is then left as it
     was (running; the session must be reset before it is used again)."""
+    if isinstance(call, native.Native) and isinstance(transport, UdpTransport):
+        if not transport.pending:
+            return _run_native(call, transport, resume, cancel)
     fd = transport.fileno()
     send = transport.send
     recv_many = transport.recv_many
@@ -104,3 +111,29 @@ def run_call(
     if transport.pending:
         transport.flush()  # best effort; the rest goes out before the next call's packets
     return end
+
+
+def _run_native(
+    call: native.Native, transport: UdpTransport, resume: bool, cancel: threading.Event | None
+) -> Done | Failed:
+    """The native core's own loop (``Core.run``: poll, recvmmsg, the core, sendmmsg, timers,
+    with the GIL released), handed back every POLL_CAP seconds for the cancel flag."""
+    fd = transport.fileno()
+    mode = 1 if resume else 0
+    counters = transport.counters
+    while True:
+        end, io = call.run_native(fd, mode, POLL_CAP)
+        mode = 2
+        sent, bytes_sent, received, bytes_received, queued, dropped, errors = io
+        counters.sent += sent
+        counters.bytes_sent += bytes_sent
+        counters.received += received
+        counters.bytes_received += bytes_received
+        counters.queued += queued
+        counters.dropped += dropped
+        for code, count in errors:
+            counters.errors[errno.errorcode.get(code, f"errno {code}")] += count
+        if end is not None:
+            return end  # type: ignore[return-value]
+        if cancel is not None and cancel.is_set():
+            raise Cancelled(f"call {call.call_id} cancelled: the session is closing")  # type: ignore[attr-defined]

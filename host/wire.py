@@ -31,7 +31,7 @@ NEXT_END = 0xFFFFFFFF  # sparse: "no further non-zero block"
 AGG_PORT = 48864  # 0xBEE0; the programs' default (-DAGG_UDP_PORT=N changes it)
 HEADER_BYTES = 24  # AGG_HEADER_BYTES
 K_DEFAULT = 64  # elements per packet of the default build
-K_CHOICES = (64, 256)  # the builds the programs allow
+K_CHOICES = (64, 256, 1024)  # the builds the programs allow (256, 1024: software targets)
 POOL_SLOTS = 8192  # slots in the switch's pool
 MAX_WORKERS = 32  # bitmap width
 MAX_SLOT = (1 << 15) - 1  # the slot field is 15 bits

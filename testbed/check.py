@@ -103,7 +103,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="data seed; rank r's tensor depends only on (seed, r) and the shape (default 0)",
     )  # fmt: skip
     p.add_argument(
-        "--k", type=int, choices=(64, 256), default=64,
+        "--k", type=int, choices=(64, 256, 1024), default=64,
         help="elements per packet, compiled into the program (default 64)",
     )  # fmt: skip
     p.add_argument(

@@ -1,7 +1,7 @@
 """``p4reduce``: the user entry point (DESIGN.md section 2; docs/testbed.md).
 
     p4reduce check [--workers N] [--elements M] [--dtype float32|int32] [--mode dense|sparse]
-                   [--density D] [--loss P] [--seed S] [--k 64|256] [--slots S] [--timeout T]
+                   [--density D] [--loss P] [--seed S] [--k 64|256|1024] [--slots S] [--timeout T]
                    [--json]
     p4reduce bench [NAME [ARGS...]] [--list]
 

@@ -77,6 +77,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lr", type=learning_rate, default=0.2, help="SGD learning rate (0.2)")
     p.add_argument("--hidden", type=positive, default=64, help="hidden width of the MLP (64)")
     p.add_argument("--seed", type=int, default=0, help="weights and data (0)")
+    p.add_argument("--k", type=int, choices=(64, 256, 1024), default=64,
+                   help="elements per packet, compiled into the switch's program (64)")  # fmt: skip
     p.add_argument("--timeout", type=float, default=180.0,
                    help="each training run must finish within this many seconds (180)")  # fmt: skip
     p.add_argument("--json", action="store_true",
@@ -124,7 +126,7 @@ class Demo:
             # take a just-freed port in the seconds before they do
             peers = [("127.0.0.1", free_port("udp")) for _ in range(a.workers)]
             with LocalStack(
-                a.workers, "dense", peers=peers, workdir=work / "stack", log=self.log
+                a.workers, "dense", k=a.k, peers=peers, workdir=work / "stack", log=self.log
             ) as stack:
                 run, switch = self.on_switch(work, stack, ref)
             ref_params = np.load(work / "gloo.npy").astype(np.float64)

@@ -228,7 +228,8 @@ class LocalStack:
     """The embedded switch, the controller's registration service and worker processes.
 
     ``peers``: the workers' own UDP addresses, one per port (``len(peers) == ports``); the
-    stack then binds no sockets and ``spawn_workers`` is unavailable. ``die_with_parent``:
+    stack then binds no sockets and ``spawn_workers`` is unavailable. ``switch_args``: extra
+    ``p4reduce-switch`` options (bench/switch.py passes ``--engine``). ``die_with_parent``:
     the switch and the service get SIGTERM when this process dies, however it dies (Linux;
     elsewhere only ``stop()`` stops them).
     """
@@ -250,6 +251,7 @@ class LocalStack:
         start_timeout: float = 60.0,
         peers: Sequence[tuple[str, int]] | None = None,
         die_with_parent: bool = False,
+        switch_args: Sequence[str] = (),
     ) -> None:
         if program not in PROGRAMS:
             raise StackError(f"program {program!r}: one of {', '.join(PROGRAMS)}")
@@ -282,6 +284,7 @@ class LocalStack:
         self.url = ""
         self.timings: dict[str, float] = {}
         self._worker_seq = 0
+        self.switch_args = list(switch_args)  # extra p4reduce-switch options (e.g. --engine)
 
     # ------------------------------------------------------------------ life cycle
     def __enter__(self) -> LocalStack:
@@ -423,7 +426,7 @@ class LocalStack:
             args += ["-i", f"{rank + 1}@udp:{ip}:{port}"]
         args += [
             "--udp-listen", f"127.0.0.1:{self.agg_port}",
-            "--grpc-server-addr", "127.0.0.1:0", "--log-level", "warn",
+            "--grpc-server-addr", "127.0.0.1:0", "--log-level", "warn", *self.switch_args,
         ]  # fmt: skip
         self.switch = self._spawn("switch", args)
         try:

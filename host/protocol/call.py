@@ -336,6 +336,13 @@ class Call(ABC):
         stuck.sort()
         st = tuple(self._describe(s, now) for s in stuck)
         flight = tuple(self._describe(s, now) for s in range(self.active) if self._pkt[s])
+        err = self._timeout_error(st, flight)
+        self.error = err
+        return self._stop([]) + [Failed(err, self.stats)]
+
+    def _timeout_error(
+        self, st: tuple[StuckSlot, ...], flight: tuple[StuckSlot, ...]
+    ) -> CallTimeout:
         ses = self.session
         listed = ", ".join(str(x) for x in st[:_MAX_LISTED])
         more = f", and {len(st) - _MAX_LISTED} more" if len(st) > _MAX_LISTED else ""
@@ -350,9 +357,7 @@ class Call(ABC):
             f"{len(st)} of {self.active} slots got no result within {limit}: {listed}{more}. "
             f"Some worker is not contributing; resume() once it is back, or reset the job."
         )
-        err = CallTimeout(msg, self.call_id, st, flight)
-        self.error = err
-        return self._stop([]) + [Failed(err, self.stats)]
+        return CallTimeout(msg, self.call_id, st, flight)
 
     def _stop(self, acts: list[Action]) -> list[Action]:
         """No more timers for this call (until a resume)."""

@@ -20,7 +20,7 @@ class RetryPolicy:
     initial_timeout: float = 0.02
     multiplier: float = 2.0
     max_timeout: float = 1.0
-    give_up_after: float = 10.0
+    give_up_after: float = 8.0
     max_attempts: int | None = None
 
     def __post_init__(self) -> None:

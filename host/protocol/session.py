@@ -11,11 +11,14 @@ from __future__ import annotations
 import numpy as np
 
 from .. import wire
+from . import native
 from .call import Call
 from .dense import DenseCall
 from .events import SessionBusy
 from .retry import RetryPolicy
 from .sparse import SparseCall
+
+ENGINES = ("native", "python")
 
 
 class Session:
@@ -39,6 +42,7 @@ class Session:
         msg_type: int = wire.MSG_DENSE,
         retry: RetryPolicy | None = None,
         first_call: int = 0,
+        engine: str = "python",
     ) -> None:
         if not 1 <= n <= wire.MAX_WORKERS:
             raise ValueError(f"n = {n}: 1 .. {wire.MAX_WORKERS} workers")
@@ -51,9 +55,15 @@ class Session:
         if not 1 <= slots <= wire.POOL_SLOTS:
             raise ValueError(f"{slots} slots: 1 .. {wire.POOL_SLOTS}")
         if k < 1:
-            raise ValueError(f"K = {k}: positive (the programs are built with 64 or 256)")
+            raise ValueError(f"K = {k}: positive (the programs are built with 64, 256 or 1024)")
         if msg_type not in wire.MSG_TYPES:
             raise ValueError(f"message type {msg_type}: MSG_DENSE or MSG_SPARSE")
+        if engine not in ENGINES:
+            raise ValueError(f"engine {engine!r}: one of {', '.join(ENGINES)}")
+        if engine == "native" and not native.available():
+            native.unavailable_notice()
+            engine = "python"
+        self.engine = engine  # what the calls run on: "native" or "python"
         self.rank = rank
         self.n = n
         self.job_id = job_id
@@ -88,7 +98,11 @@ class Session:
                 + (f": {cur.error}" if cur.error is not None else "")
                 + "; finish or resume it, or reset the session after the job's slots are cleared"
             )
-        cls = DenseCall if self.msg_type == wire.MSG_DENSE else SparseCall
+        dense = self.msg_type == wire.MSG_DENSE
+        if self.engine == "native":
+            cls: type[Call] = native.NativeDenseCall if dense else native.NativeSparseCall
+        else:
+            cls = DenseCall if dense else SparseCall
         call = cls(self, tensor)
         call.call_id = self._next_call
         self._next_call = (self._next_call + 1) & 0xFFFFFFFF

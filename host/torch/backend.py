@@ -1,5 +1,6 @@
-"""The ``p4reduce`` torch.distributed backend: a Python ``ProcessGroup`` whose float32 and
-int32 SUM/AVG all-reduces go through the switch, and everything else through a private
+"""The ``p4reduce`` torch.distributed backend: a Python ``ProcessGroup`` whose float32,
+float16, bfloat16 and int32 SUM/AVG all-reduces go through the switch (float64 too when
+``P4ReduceOptions.switch_float64``), and everything else through a private
 gloo backend made from the same store (keys under ``p4reduce-gloo/``).
 
 Two routes lead to the gloo backend, and both matter:
@@ -111,7 +112,11 @@ class P4ReduceProcessGroup(dist.ProcessGroup):
     ) -> dist.Work:
         opts = dist.AllreduceOptions() if opts is None else opts
         op = _switch_op(opts.reduceOp)
-        if op is None or not tensors or not all(switchable(t) for t in tensors):
+        if (
+            op is None
+            or not tensors
+            or not all(switchable(t, self.options.switch_float64) for t in tensors)
+        ):
             return self._inner.allreduce(list(tensors), opts)
         return self._through_switch(tensors, op)
 
@@ -120,7 +125,11 @@ class P4ReduceProcessGroup(dist.ProcessGroup):
     ) -> dist.Work:
         opts = dist.AllreduceCoalescedOptions() if opts is None else opts
         op = _switch_op(opts.reduceOp)
-        if op is None or not tensors or not all(switchable(t) for t in tensors):
+        if (
+            op is None
+            or not tensors
+            or not all(switchable(t, self.options.switch_float64) for t in tensors)
+        ):
             return self._inner.allreduce_coalesced(list(tensors), opts)
         return self._through_switch(tensors, op)
 

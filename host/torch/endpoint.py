@@ -23,12 +23,15 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import torch.distributed as dist
+
 from ...controller.client import RegistrationError
 from ...controller.credentials import JOB_SECRET_ENV, new_secret
 from ..api import AllreduceSession
 from . import loopback
 from .errors import P4ReduceError
 from .options import P4ReduceOptions
+from .recovery import Recovery
 from .rendezvous import Rendezvous
 
 if TYPE_CHECKING:
@@ -51,6 +54,7 @@ class Endpoint:
     rdv: Rendezvous
     options: P4ReduceOptions
     stack: LocalStack | None = None  # rank 0 of a loopback group only
+    recovery: Recovery | None = None  # the boundary step before each collective
     closed: bool = field(default=False, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
@@ -140,6 +144,8 @@ def connect(rdv: Rendezvous, options: P4ReduceOptions, job_id: int, what: str) -
                 slots=options.slots,
                 timeout=options.timeout,
                 retry=options.retry,
+                auto_recover=True,  # recovery.py recovers first, at an agreed collective
+                engine=options.engine,
                 secret=secret,
                 tls=options.tls,
             )
@@ -153,7 +159,8 @@ def connect(rdv: Rendezvous, options: P4ReduceOptions, job_id: int, what: str) -
                 rdv.set("stopped", {"error": str(err) or type(err).__name__})
             loopback.stop(stack)
         raise
-    ep = Endpoint(what, job_id, url, session, rdv, options, stack)
+    recovery = Recovery(dist.PrefixStore("recovery/", rdv.store), rank, n, options.timeout, what)
+    ep = Endpoint(what, job_id, url, session, rdv, options, stack, recovery)
     _open.add(ep)
     log.info("%s: rank %d of %d joined job %d at %s", what, rank, n, job_id, url)
     return ep

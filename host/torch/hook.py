@@ -127,22 +127,23 @@ class HookState:
 
 def allreduce_hook(state: HookState, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
     """Average a DDP gradient bucket over the ranks through the switch (DDP does not divide
-    when a hook is installed). float32 buckets go through the switch, in chunks of at most
+    when a hook is installed). float32, float16 and bfloat16 buckets (float64 with
+    ``options.switch_float64``) go through the switch, in chunks of at most
     ``options.chunk_elements``; other dtypes through the process group, then divided.
     Never raises: errors fail the returned future, so they reach ``backward()``."""
     buf = bucket.buffer()
     try:
-        if buf.dtype != torch.float32 or not switchable(buf):
+        if not buf.is_floating_point() or not switchable(buf, state.options.switch_float64):
             return _through_group(state, buf)
-        numel = buf.numel()
+        numel, dtype = buf.numel(), buf.dtype
 
         def check() -> None:
             # DDP takes any tensor the future resolves to and would silently scatter a
             # wrongly sized one into the gradients.
-            if buf.numel() != numel or buf.dtype != torch.float32:
+            if buf.numel() != numel or buf.dtype != dtype:
                 raise P4ReduceError(
                     f"{state.endpoint.what}: bucket {bucket.index()} result has "
-                    f"{buf.numel()} {buf.dtype} elements, the bucket {numel} float32"
+                    f"{buf.numel()} {buf.dtype} elements, the bucket {numel} {dtype}"
                 )
 
         return submit.allreduce(

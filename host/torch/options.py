@@ -59,7 +59,14 @@ class P4ReduceOptions:
     program: str | None = None
     """The loopback stack's P4 program; None: "dense" for ``mode="dense"``, else "sparse"."""
     k: int = 64
-    """Elements per packet of the loopback stack's program (64 or 256)."""
+    """Elements per packet of the loopback stack's program (64, 256 or 1024; K = 1024 sends
+    4,162-byte frames, fine on loopback, a jumbo MTU elsewhere)."""
+    engine: str = "native"
+    """The protocol core of this rank's session: "native" (C, the default) or "python"."""
+    switch_float64: bool = False
+    """Reduce float64 tensors through the switch too (as float32, with float32-level
+    precision); by default they go over gloo. float16 and bfloat16 always go through the
+    switch."""
     secret: str | None = dataclasses.field(default=None, repr=False)
     """The job's secret at the registration service (docs/controller.md, "Credentials").
     None: ``$P4REDUCE_JOB_SECRET``, else rank 0 draws one; rank 0 hands it to the others
@@ -99,8 +106,10 @@ class P4ReduceOptions:
             raise ValueError(f"P4ReduceOptions.timeout {self.timeout}: positive")
         if self.chunk_elements < 1:
             raise ValueError(f"P4ReduceOptions.chunk_elements {self.chunk_elements}: at least 1")
-        if self.k not in (64, 256):
-            raise ValueError(f"P4ReduceOptions.k {self.k}: 64 or 256")
+        if self.engine not in ("native", "python"):
+            raise ValueError(f"P4ReduceOptions.engine {self.engine!r}: 'native' or 'python'")
+        if self.k not in (64, 256, 1024):
+            raise ValueError(f"P4ReduceOptions.k {self.k}: 64, 256 or 1024")
 
     @property
     def loopback_program(self) -> str:

@@ -39,6 +39,9 @@ def allreduce(
     try:
         staged.extend(Staged.of(t) for t in tensors)
         session, options = endpoint.session, endpoint.options
+        rec = endpoint.recovery
+        if rec is not None:  # first, on the session's thread: recover if a collective failed
+            c.add(session.submit(rec.boundary, session, rec.next_seq()))
         for s in staged:
             for chunk in s.chunks(options.chunk_elements):
                 c.add(session.allreduce_async(chunk, op=op, mode=options.mode, out=chunk))

@@ -3,12 +3,15 @@
 #ifndef P4REDUCE_CONSTANTS_P4
 #define P4REDUCE_CONSTANTS_P4
 
-/* Elements per aggregation packet, fixed per build: 64 (default) or 256 (-DK=256). */
+/* Elements per aggregation packet, fixed per build: 64 (default), 256 or 1024 (-DK=N).
+ * 256 and 1024 are for software targets (BMv2, the embedded switch): a full K = 1024 frame is
+ * 4,162 bytes, so links need a jumbo MTU, and Tofino's parser budget (512 bytes of headers per
+ * pass) refuses anything above 64 (p4reduce-p4c --target-profile tofino says so). */
 #ifndef K
 #define K 64
 #endif
-#if K != 64 && K != 256
-#error "K (elements per packet) must be 64 or 256"
+#if K != 64 && K != 256 && K != 1024
+#error "K (elements per packet) must be 64, 256 or 1024"
 #endif
 
 /* The UDP port the switch aggregates on (SwitchML's 0xBEE0); -DAGG_UDP_PORT=N changes it. */

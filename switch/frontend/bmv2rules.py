@@ -2,8 +2,8 @@
 
 p4c accepts a program for BMv2 only if its back end can map it; these checks reproduce the
 ones users meet (header sizes, the shape of the V1Switch header and metadata types, one lpm
-key, direct counters and meters tied to exactly one table, no unknown extern functions), each
-reported at the line p4c reports.
+key, direct counters and meters tied to exactly one table, no unknown extern functions, no
+run-time ``/`` or ``%`` except by a power of two), each reported at the line p4c reports.
 """
 
 from __future__ import annotations
@@ -11,12 +11,17 @@ from __future__ import annotations
 from ..p4include import INCLUDE_DIR
 from . import ast as A
 from . import types as T
-from .checker import CheckedProgram, TableChecker
+from .checker import CheckedProgram, Checker, TableChecker
 from .cpbuild import iter_nodes
 from .errors import CompileError
 
 
-def check_bmv2(checked: CheckedProgram) -> None:
+def check_bmv2(checked: CheckedProgram, runtime_divmod: bool = False) -> None:
+    """Raise CompileError at the first construct p4c's BMv2 back end refuses.
+
+    ``runtime_divmod`` accepts ``/`` and ``%`` that p4c cannot reduce at compile time, which
+    the embedded interpreter computes but p4c refuses (CompileOptions.runtime_divmod).
+    """
     program = checked.program
     user_decls = [d for d in program.decls if not is_library(d)]
     for d in user_decls:
@@ -27,6 +32,8 @@ def check_bmv2(checked: CheckedProgram) -> None:
         if isinstance(d, A.ControlDecl):
             _control_rules(d)
     _extern_functions(checked, user_decls)
+    if not runtime_divmod:
+        _division_at_compile_time(user_decls)
 
 
 def is_library(d: A.Node) -> bool:
@@ -198,3 +205,87 @@ def _tables_applied_once_per_path(control: A.ControlDecl) -> None:
         return enter(applied_in(s), before)
 
     walk(control.body, frozenset())
+
+
+def _division_at_compile_time(user_decls: list[A.Node]) -> None:
+    """BMv2 has no division: p4c must turn every ``/`` and ``%`` into something else.
+
+    Its front end folds constant expressions, and StrengthReduction rewrites ``x / 1`` as
+    ``x``, ``x / 2^k`` as ``x >> k``, ``x % 2^k`` as ``x & (2^k - 1)``, and ``0 / x``, ``0 % x``
+    as 0 (its isPowerOf2 and isZero look at constants after folding, so named constants
+    count); the mid end's CompileTimeOperations then refuses any division left:
+    ``[--Werror=invalid] error: E: could not evaluate expression at compilation time``. Ours is
+    the same message after our ``FILE(LINE): error:`` prefix, at the first such operator in
+    the source (compound ``/=`` and ``%=`` included, as p4c desugars them).
+    """
+    for d in user_decls:  # declarations in program order, so the first in the source wins
+        found = [
+            e
+            for e in iter_nodes([d])
+            if isinstance(e, A.Binary) and e.op in ("/", "%") and not _reducible(e)
+        ]
+        if found:
+            first = min(found, key=lambda e: e.pos.line)
+            raise CompileError(
+                first.pos,
+                f"{_expr_text(first)}: could not evaluate expression at compilation time",
+            )
+
+
+def _reducible(e: A.Binary) -> bool:
+    """Whether p4c's constant folding or strength reduction removes this ``/`` or ``%``."""
+    if _const(e) is not None:
+        return True
+    right, left = _const(e.right), _const(e.left)
+    if _is_int(right) and right > 0 and right & (right - 1) == 0:
+        return True  # a power of two (1 included): a shift or a mask
+    # 0 / x and 0 % x are 0 (p4c's SideEffectOrdering has already moved any call in x into
+    # a temporary, so StrengthReduction sees no side effect there)
+    return _is_int(left) and left == 0
+
+
+def _const(e: A.Expr) -> object:
+    return Checker.const_value_static(e)
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _expr_text(e: A.Expr) -> str:
+    """The expression as written (near enough) for the message, as p4c prints it."""
+    if isinstance(e, A.IntLit):
+        return e.text or str(e.value)
+    if isinstance(e, A.BoolLit):
+        return "true" if e.value else "false"
+    if isinstance(e, A.Name):
+        return ("." if e.dot else "") + e.name
+    if isinstance(e, A.Member):
+        return f"{_expr_text(e.expr)}.{e.name}"
+    if isinstance(e, A.Index):
+        return f"{_expr_text(e.expr)}[{_expr_text(e.index)}]"
+    if isinstance(e, A.Slice):
+        return f"{_expr_text(e.expr)}[{_expr_text(e.hi)}:{_expr_text(e.lo)}]"
+    if isinstance(e, A.Cast):
+        return f"({_type_text(e.typeref)}){_operand(e.expr)}"
+    if isinstance(e, A.Unary):
+        return f"{e.op}{_operand(e.expr)}"
+    if isinstance(e, A.Binary):
+        return f"{_operand(e.left)} {e.op} {_operand(e.right)}"
+    if isinstance(e, A.Call):
+        return f"{_expr_text(e.func)}(...)"
+    return "expression"
+
+
+def _operand(e: A.Expr) -> str:
+    text = _expr_text(e)
+    return f"({text})" if isinstance(e, (A.Binary, A.Mux)) else text
+
+
+def _type_text(t: A.TypeRef) -> str:
+    if isinstance(t, A.BitsType):
+        width = "" if t.width is None else f"<{_expr_text(t.width)}>"
+        return ("int" if t.signed else "bit") + width
+    if isinstance(t, A.NamedType):
+        return ("." if t.dot else "") + t.name
+    return "type"

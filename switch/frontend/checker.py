@@ -389,21 +389,14 @@ class Checker:
         if isinstance(ks, (A.Mask, A.Range)):
             a, b = (ks.value, ks.mask) if isinstance(ks, A.Mask) else (ks.lo, ks.hi)
             base = T.strip_newtype(t)
+            if isinstance(base, T.EnumT) and base.underlying is not None:
+                self.enum_keyset(ks, a, b, t, scope, ctx)
+                ks.type = t
+                return
             for part in (a, b):
                 pt = self.expr(part, scope, ctx, expected=t)
-                if isinstance(base, T.EnumT) and base.underlying is not None:
-                    # a serializable enum key masked with values of its underlying type
-                    if isinstance(pt, T.InfInt):
-                        self.retype_literal(part, base.underlying)
-                        continue
-                    if pt == base.underlying:
-                        continue
                 self.require_assignable(t, pt, part, "keyset")
-            if (
-                isinstance(ks, A.Mask)
-                and not isinstance(T.strip_newtype(t), (T.Bits, T.InfInt))
-                and not (isinstance(T.strip_newtype(t), T.EnumT) and T.strip_newtype(t).underlying)
-            ):
+            if isinstance(ks, A.Mask) and not isinstance(base, (T.Bits, T.InfInt)):
                 raise fail(ks.pos, f"mask &&& cannot be applied to a value of type {t}")
             ks.type = t
             return
@@ -415,6 +408,41 @@ class Checker:
             and kt is not T.ERROR
         ):
             raise fail(ks.pos, "keyset expression must be a compile-time constant")
+
+    def enum_keyset(
+        self, ks: A.Expr, a: A.Expr, b: A.Expr, t: T.Type, scope: Scope, ctx: Context
+    ) -> None:
+        """``a &&& b`` or ``a .. b`` for a key of serializable enum type ``t``, typed as p4c's
+        TypeInference::typeSet does: an enum operand counts as its underlying bit<W>, both
+        must then agree, and the set takes the left operand's type (an untyped integer on the
+        left takes the right's bit<W>). So ``Kind.A &&& 0xFF00`` is a set of Kind and fits a
+        Kind key, while ``((bit<16>)Kind.A) &&& 0xFF00`` is a set of bit<16>, which p4c
+        refuses for it ("Cannot cast implicitly type 'bit<16>' to type 'Kind'")."""
+        op = "&&&" if isinstance(ks, A.Mask) else ".."
+        lt = self.expr(a, scope, ctx, expected=t)
+        rt = self.expr(b, scope, ctx, expected=t)
+
+        def bits(x: T.Type) -> T.Type:
+            return x.underlying if isinstance(x, T.EnumT) and x.underlying is not None else x
+
+        lb, rb = bits(lt), bits(rt)
+        for part, pt, pb in ((a, lt, lb), (b, rt, rb)):
+            if not isinstance(pb, (T.Bits, T.InfInt)):
+                raise fail(part.pos, f"{op}: cannot be applied to a value of type {pt}")
+        if isinstance(lb, T.Bits) and isinstance(rb, T.Bits) and lb != rb:
+            raise fail(ks.pos, f"{op}: Cannot operate on values with different types {lb} and {rb}")
+        elem = lt
+        if isinstance(lb, T.InfInt) and isinstance(rb, T.Bits):
+            self.retype_literal(a, rb)
+            elem = rb
+        elif isinstance(lb, T.Bits) and isinstance(rb, T.InfInt):
+            self.retype_literal(b, lb)
+        if not self.assignable(t, elem):
+            raise fail(
+                ks.pos,
+                f"keyset: Cannot cast implicitly type '{elem}' to type '{t}' (a {op} set has the "
+                f"type of its left operand: write {t}.MEMBER {op} ...)",
+            )
 
     def decl_ValueSetDecl(self, d: A.ValueSetDecl, scope: Scope, ctx: Context) -> None:
         elem = self.resolve_type(d.elem, scope)

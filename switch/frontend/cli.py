@@ -181,6 +181,14 @@ def _build_parser() -> argparse.ArgumentParser:
         "multiply/divide/modulo except by powers of two, a bounded parse depth)",
     )
     add(
+        "--runtime-divmod",
+        action="store_true",
+        help="accept / and %% that p4c cannot reduce at compile time (a run-time value "
+        "divided by a constant that is not a power of two, or by a run-time value), which "
+        "the embedded switch computes; p4c refuses them for BMv2 ('could not evaluate "
+        "expression at compilation time'); recorded in the -o pipeline",
+    )
+    add(
         "-E",
         dest="preprocess_only",
         action="store_true",
@@ -268,6 +276,7 @@ def _execute(args: argparse.Namespace, outputs: _Outputs) -> int:
             defines=defines,
             undefines=list(args.undefines),
             target_profile=args.target_profile,
+            runtime_divmod=args.runtime_divmod,
         )
         started = time.perf_counter()
         program = compile_file(Path(args.program), options)

@@ -29,6 +29,11 @@ class CompileOptions:
     defines: dict[str, str | None] = field(default_factory=dict)
     undefines: list[str] = field(default_factory=list)
     target_profile: str | None = None
+    # Accept `/` and `%` that p4c cannot reduce at compile time (a run-time value divided by
+    # a constant that is not a power of two, or by a run-time value): p4c refuses them for
+    # BMv2, the embedded interpreter computes them. Recorded in the compiled pipeline, so
+    # the switch that loads it accepts the program too.
+    runtime_divmod: bool = False
 
 
 @dataclass
@@ -59,13 +64,15 @@ def compile_file(path: Path | str, options: CompileOptions | None = None) -> Com
     program = parser.parse(text, str(path))
     t2 = time.perf_counter()
     checked = checker.check(program)
-    bmv2rules.check_bmv2(checked)
+    bmv2rules.check_bmv2(checked, runtime_divmod=options.runtime_divmod)
     t3 = time.perf_counter()
     model = cpbuild.build_model(checked)
     info = build_p4info(model)
     info_text = p4info_to_text(info)
     t4 = time.perf_counter()
     result_ir = ir.build_ir(program, path.stem, info_text, checked.main, text, str(path))
+    if options.runtime_divmod:
+        result_ir["options"] = {"runtime_divmod": True}
     t5 = time.perf_counter()
     timings.update(preprocess=t1 - t0, parse=t2 - t1, check=t3 - t2, p4info=t4 - t3, ir=t5 - t4)
     if options.target_profile == "tofino":

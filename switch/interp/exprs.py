@@ -530,6 +530,11 @@ class ExprGen:
             return wrap_code(f"{a} {op} {b}", t)
         if op in ("/", "%"):
             pyop = "//" if op == "/" else "%"
+            zero = self.folded(e.left)
+            if isinstance(zero, int) and not isinstance(zero, bool) and zero == 0:
+                # p4c's StrengthReduction rewrites 0 / x and 0 % x as 0, so BMv2 gives 0
+                # even where x is 0: no fault here either (x is still evaluated, for calls)
+                return f"(0 * {b})"
             if isinstance(self.folded(e.right), int):
                 return f"({a} {pyop} {b})"
             b = self.simple(b, "d")  # a run-time zero divisor is a fault, as it aborts BMv2

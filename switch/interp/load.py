@@ -48,5 +48,7 @@ def load_compiled(doc: Any, seed: int = 0) -> Pipeline:
         raise CompileError(None, "compiled pipeline has no source text")
     program = parser.parse(source["text"], str(source.get("file") or "<pipeline>"))
     checked = checker.check(program)
-    bmv2rules.check_bmv2(checked)
+    options = doc.get("options")
+    runtime_divmod = isinstance(options, dict) and options.get("runtime_divmod") is True
+    bmv2rules.check_bmv2(checked, runtime_divmod=runtime_divmod)
     return build_pipeline(checked, str(doc.get("program") or "program"), random.Random(seed))

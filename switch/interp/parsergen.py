@@ -1,7 +1,8 @@
 """Parsers to Python: one function per state returning the next, and a driver loop.
 
 A mixin of ``ProgramBuilder``. Transitions compile to ``if`` chains over the select keys
-(values, masks, ranges, tuples, value sets); no match raises ``error.NoMatch``.
+(values, masks, ranges, tuples, value sets). A select that no case matches ends parsing
+like ``accept`` with ``parser_error`` unchanged, as p4c + BMv2 do (docs/interpreter.md).
 """
 
 from __future__ import annotations
@@ -70,7 +71,11 @@ class ParserGen:
                 em.line(action)
                 return
             em.line(f"if {cond}: {action}")
-        em.line(f"raise ParserError({self.error_code('NoMatch')})")
+        # No case matched. p4c's BMv2 back end emits no transition for a missing default (its
+        # mid end has no HandleNoMatch pass), and bm_sim's ParseState::find_next_state then
+        # returns the unset default_next_state (null): parsing ends as at accept and
+        # parser_error stays NoError. The spec's NoMatch is never raised on BMv2.
+        em.line("return None")
 
     def keyset_cond(self, ks: A.Expr, keys: list[str], exprs: list[A.Expr]) -> str | None:
         if isinstance(ks, (A.Default, A.DontCare)):

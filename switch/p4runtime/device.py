@@ -54,6 +54,10 @@ class Device:
         self.stream_sink: StreamSink | None = None
         self._trace = False
         self.aborted_packets = 0  # packets whose processing failed (logged, then dropped)
+        # Called with each newly installed pipeline (under ``lock``, before the old one is
+        # released): the native I/O loop moves to the new engine's handler here, so it never
+        # runs a handler whose pipeline is gone.
+        self.pipeline_hooks: list[Callable[[PipelineState], None]] = []
 
     # ------------------------------------------------------------------ pipeline
     @property
@@ -87,7 +91,10 @@ class Device:
         """Make ``state`` the running pipeline (the old one and its state are dropped)."""
         with self.lock:
             state.switch.trace = self._trace
-            self.state = state
+            old, self.state = self.state, state
+            for hook in self.pipeline_hooks:
+                hook(state)
+            del old  # released only once every hook has moved off it
 
     def load(
         self, device_config: bytes, p4info: Any | None = None, cookie: int | None = None
@@ -164,6 +171,19 @@ class Device:
             for dl in state.digests.collect(state, items):
                 messages.append(p4runtime_pb2.StreamMessageResponse(digest=dl))
         return messages
+
+    def to_controller(self, port: int, frame: bytes) -> None:
+        """A frame the program sent to the CPU port outside ``inject`` (the native I/O loop's
+        CPU queue): a PacketIn for the controllers, as ``inject`` makes one."""
+        with self.lock:
+            state = self.state
+            if state is None:
+                return
+            messages = self._controller_messages(state, [(port, frame)])
+            sink = self.stream_sink
+        if sink is not None:
+            for msg in messages:
+                sink(msg)
 
     def packet_out(self, msg: Any) -> list[tuple[int, bytes]]:
         """Inject a p4.v1.PacketOut on the CPU port (raises P4RTError if it is malformed)."""

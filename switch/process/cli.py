@@ -23,7 +23,7 @@ from ..frontend.compiler import CompileOptions, compile_file
 from ..frontend.errors import CompileError
 from ..p4runtime.tls import ServerTls
 from ..ports import DEFAULT_LISTEN, UdpPort, open_ports, parse_host_port, parse_port_spec
-from .dataplane import Dataplane
+from .dataplane import make_dataplane
 
 PROG = "p4reduce-switch"
 log = logging.getLogger("p4reduce.switch")
@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{PROG}: error: --grpc-tls-cert and --grpc-tls-key go together", file=sys.stderr)
             return 1
         tls = ServerTls(args.grpc_tls_cert, args.grpc_tls_key, args.grpc_tls_client_ca)
-    dataplane = Dataplane(device, ports)
+    dataplane = make_dataplane(device, ports)
     server = P4RuntimeServer(device, args.grpc_server_addr, tls=tls)
     try:
         bound = server.start()

@@ -21,6 +21,25 @@ log = logging.getLogger("p4reduce.switch")
 BURST = 64  # frames taken from one socket before looking at the others again
 
 
+def make_dataplane(device: Any, ports: dict[int, Port]) -> Any:
+    """The native I/O loop when the device's engine offers ``native_handler()`` and the loop
+    builds here (``native_dataplane.NativeDataplane``), else the Python loop below. Where the
+    loop cannot be built, one line says why."""
+    from .native_dataplane import NativeDataplane, native_handler_of
+
+    if native_handler_of(device) is None:
+        return Dataplane(device, ports)
+    from ..native import ioloop
+
+    lib = ioloop.load()
+    if lib is None:
+        log.warning(
+            "native I/O loop unavailable (%s); using the Python loop", ioloop.unavailable_reason()
+        )
+        return Dataplane(device, ports)
+    return NativeDataplane(device, ports, lib)
+
+
 class Dataplane:
     def __init__(self, device: Any, ports: dict[int, Port]) -> None:
         self.device = device

@@ -58,6 +58,14 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print, per packet, the tables hit and actions run",
     )
+    p.add_argument(
+        "--runtime-divmod",
+        action="store_true",
+        help="accept / and %% that p4c cannot reduce at compile time (a run-time value "
+        "divided by a constant that is not a power of two, or by a run-time value), which "
+        "the embedded switch computes; p4c refuses them for BMv2 ('could not evaluate "
+        "expression at compilation time')",
+    )
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
     return p
 
@@ -91,7 +99,9 @@ def _main(argv: list[str] | None) -> int:
         name, _, value = d.partition("=")
         defines[name] = value or None
     options = CompileOptions(
-        include_dirs=[Path(d) for d in args.include_dirs] + [program.parent], defines=defines
+        include_dirs=[Path(d) for d in args.include_dirs] + [program.parent],
+        defines=defines,
+        runtime_divmod=args.runtime_divmod,
     )
     try:
         commands = parse_stf_file(stf)

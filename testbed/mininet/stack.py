@@ -91,9 +91,9 @@ class Host:
 
 def data_link_mtu(k: int) -> int:
     """The data links' MTU for a K-element build: 1500 while an aggregation packet fits
-    (IPv4 + UDP + 20-byte header + 4 K bytes: 304 for K = 64, 1,072 for K = 256), else a
-    jumbo 9000 (K = 1024: 4,144 bytes, a 4,158-byte frame)."""
-    ip_packet = 20 + 8 + 20 + 4 * k
+    (IPv4 + UDP + 24-byte header + 4 K bytes: 308 for K = 64, 1,076 for K = 256), else a
+    jumbo 9000 (K = 1024: 4,148 bytes, a 4,162-byte frame)."""
+    ip_packet = 20 + 8 + 24 + 4 * k
     return 1500 if ip_packet <= 1500 else 9000
 
 

@@ -15,7 +15,7 @@ Topology (docs/testbed.md has the picture):
 - the P4 switch's ports are the root-namespace ends ``p4r-ethI`` of the data links (switch
   port I = host hI); the switch process itself is started by the orchestrator;
 - the data links have MTU ``mtu`` (1500 unless the orchestrator asks for a jumbo MTU, which
-  K = 1024 needs: its frames carry 4,144-byte IP packets);
+  K = 1024 needs: its frames carry 4,148-byte IP packets);
 - the data links are TCLinks: HTB rate ``bw`` Mbit/s and netem ``delay`` on both ends (so
   each direction sees them once), loss as a BPF drop filter on both ends' egress
   (``loss_filter``), checksum and segmentation offloads off on both ends (a raw-socket
@@ -55,7 +55,7 @@ SWITCH_MAC = "02:00:00:00:00:fe"
 MGMT_IP = MGMT_NET + "254"
 MAX_HOSTS = 32  # the switch's bitmap width (DESIGN.md section 5)
 DEFAULT_MTU = 1500
-MAX_MTU = 9000  # a jumbo frame: K = 1024's 4,144-byte IP packets need more than 1500
+MAX_MTU = 9000  # a jumbo frame: K = 1024's 4,148-byte IP packets need more than 1500
 LOCK = "/run/lock/p4reduce-testbed.lock"
 STATE = "/run/p4reduce-testbed.json"
 

@@ -110,6 +110,16 @@ class Stf:
 
 
 # ------------------------------------------------------------------------ shared pieces
+def lpm_key(value: int, prefix: int, width: int) -> str:
+    """An lpm key in the form p4c's STF runner accepts: hex with one ``*`` per unmatched
+    nibble (``0x0A09****`` is 10.9.0.0/16). Its runner crashes on ``VALUE/LEN``, and a
+    prefix that is not a whole number of nibbles would need binary digits."""
+    if prefix % 4 or width % 4 or not 0 <= prefix <= width:
+        raise ValueError(f"/{prefix} of a {width}-bit key is not a whole number of nibbles")
+    digits = f"{value:0{width // 4}X}"
+    return "0x" + digits[: prefix // 4] + "*" * ((width - prefix) // 4)
+
+
 def static_config(s: Stf) -> None:
     s.c(f"The switch: MAC {SWITCH_MAC}, IPv4 {SWITCH_IP} (0x{ip2int(SWITCH_IP):08x}).")
     s.raw(
@@ -387,7 +397,7 @@ def arp_forwarding(program: str) -> Stf:
     s.c(f"L2: {h2_mac} -> port 3. Route 10.9.0.0/16 -> port 3, src {router}, dst {nexthop}.")
     s.raw(f"add SwitchIngress.forwarding.l2_forward hdr.ethernet.dstAddr:0x{mac2int(h2_mac):012x} SwitchIngress.forwarding.to_port(port:3)")  # fmt: skip
     s.raw(
-        f"add SwitchIngress.forwarding.ipv4_routes hdr.ipv4.dstAddr:0x0a090000/16 "
+        f"add SwitchIngress.forwarding.ipv4_routes hdr.ipv4.dstAddr:{lpm_key(0x0A090000, 16, 32)} "
         f"SwitchIngress.forwarding.route(port:3, src_mac:0x{mac2int(router):012x}, "
         f"dst_mac:0x{mac2int(nexthop):012x})"
     )

@@ -4,7 +4,7 @@ One worker; n workers in every arrival order; the n−1 absorbed contributions; 
 into an open slot that is never added; a retransmission after completion answered by
 unicast out of its ingress port with FLAG_RETRANSMIT; set alternation with the implicit
 reset; exponent maximum (unsigned); int32 wrap-around at the limits; header-only blocks;
-K = 256 (payloads of K − 1 and K + 1 elements are in test_bad_input.py). Every result frame is checked field by field against an independent model
+K = 256 and 1024 (payloads of K − 1 and K + 1 elements are in test_bad_input.py). Every result frame is checked field by field against an independent model
 (fabric.model_result), never against the switch's own output.
 """
 
@@ -366,11 +366,14 @@ def test_sparse_next_minimum_and_end(nexts: tuple[int, ...], minimum: int) -> No
     check_result(fab, out[0][1], job.workers[2], answer)
 
 
-@pytest.mark.parametrize("program_k", [("dense", 256), ("sparse", 256)])
-def test_k256_smoke(program_k: tuple[str, int]) -> None:
+@pytest.mark.parametrize(
+    "program_k", [("dense", 256), ("sparse", 256), ("dense", 1024), ("sparse", 1024)]
+)
+def test_large_k_smoke(program_k: tuple[str, int]) -> None:
+    """K = 256 and K = 1024 (software targets): a frame of 66 + 4 K bytes (1,090 and 4,162)."""
     program, k = program_k
     fab = Fabric(program, k=k)
-    assert fab.full_len == 1090
+    assert fab.full_len == 66 + 4 * k == {256: 1090, 1024: 4162}[k]
     job = fab.add_job(job_id=77, index=9, n=2, base=8000, count=192)
     rng = random.Random(256)
     aggs = contribute(fab, job, 191, 1, {0: rand_block(rng, k), 1: rand_block(rng, k)}, exponent=3)

@@ -276,8 +276,24 @@ CASES: dict[str, tuple[Case, int | None, int]] = {
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bad_packet_changes_nothing(program: str, case: str) -> None:
+    check_bad_packet(program, case, 64)
+
+
+# Cases whose bytes depend on K, again on the largest software build (a 4,162-byte frame);
+# a few only: each snapshots 2 x 16 M register cells.
+K1024_CASES = [
+    "k_minus_1_elements", "k_plus_1_elements", "udp_length_plus_1", "ip_length_minus_1",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", K1024_CASES)
+def test_bad_packet_changes_nothing_at_k_1024(program: str, case: str) -> None:
+    check_bad_packet(program, case, 1024)
+
+
+def check_bad_packet(program: str, case: str, k: int) -> None:
     build, event, index = CASES[case]
-    fab = Fabric(program)
+    fab = Fabric(program, k=k)
     a = fab.add_job(job_id=JOB_A, index=1, n=3, base=0, count=4)
     b = fab.add_job(job_id=JOB_B, index=2, n=2, base=4, count=4)
     # open slots in both jobs: worker 0 of each has contributed to slot 1, set 0

@@ -6,6 +6,7 @@ switch; bmv2_tests/test_p4reduce_programs.py runs them on BMv2 when it is instal
 
 from __future__ import annotations
 
+import pytest
 import stf_gen
 from fabric import ROOT, scapy_ip_checksum_ok
 
@@ -38,3 +39,12 @@ def test_frames_are_well_formed_for_scapy() -> None:
                 bad_checksums += 1
     assert frames >= 40
     assert bad_checksums == 1  # p4reduce_dense_two_workers, packet 4
+
+
+def test_lpm_keys_are_written_with_star_nibbles() -> None:
+    # p4c's STF runner accepts these; it crashes on VALUE/LEN (bmv2_tests/test_portability.py)
+    assert stf_gen.lpm_key(0x0A090000, 16, 32) == "0x0A09****"
+    assert stf_gen.lpm_key(0x0A090102, 32, 32) == "0x0A090102"
+    assert stf_gen.lpm_key(0, 0, 32) == "0x********"
+    with pytest.raises(ValueError, match="whole number of nibbles"):
+        stf_gen.lpm_key(0x0A090000, 12 + 1, 32)

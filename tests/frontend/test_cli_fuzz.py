@@ -378,6 +378,7 @@ def fake_compiler(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
         defines: dict[str, str | None]
         undefines: list[str]
         target_profile: str | None = None
+        runtime_divmod: bool = False
 
     def compile_file(path: Path, options: CompileOptions) -> FakeProgram:
         state.options = options
@@ -402,6 +403,9 @@ def test_options_reach_the_compiler(program: Path, fake_compiler: types.SimpleNa
     assert options.include_dirs == [Path("a"), Path("b")]
     assert options.defines == {"__TARGET_BMV2__": None, "X": None, "Y": "2"}
     assert (options.undefines, options.target_profile) == (["Z"], "tofino")
+    assert options.runtime_divmod is False
+    assert run_cli(["--runtime-divmod", str(program)]).code == 0
+    assert fake_compiler.options.runtime_divmod is True
 
 
 def test_compile_error_is_printed_with_the_source_line(

@@ -5,6 +5,10 @@ one, on the line that ends with ``// expect-error: PHRASE`` (PHRASE is part of t
 is otherwise a valid v1model program: it compiles without the profile, so the checks are the
 profile's own. Each bad program is checked through ``compile_file`` and through the command
 line (in-process ``main`` and, once, the installed ``p4reduce-p4c`` script).
+
+The ``arith_divide*``/``arith_modulo*`` programs divide by run-time values or constants that
+are not powers of two, which p4c refuses for BMv2 as well (bmv2rules.py, first); they are
+compiled with ``--runtime-divmod`` so that rule 4's own check is what reports them.
 """
 
 from __future__ import annotations
@@ -47,6 +51,18 @@ RULE_PREFIXES = (
 )
 
 
+# Programs whose division the BMv2 rule refuses unless --runtime-divmod is given.
+DIVMOD_PREFIXES = ("arith_divide", "arith_modulo")
+
+
+def needs_divmod(path: Path) -> bool:
+    return path.stem.startswith(DIVMOD_PREFIXES)
+
+
+def divmod_args(path: Path) -> list[str]:
+    return ["--runtime-divmod"] if needs_divmod(path) else []
+
+
 @dataclass
 class Run:
     code: int
@@ -70,7 +86,9 @@ def expectation(path: Path) -> tuple[int, str]:
 
 
 def compile_tofino(path: Path):
-    return compile_file(path, CompileOptions(target_profile="tofino"))
+    return compile_file(
+        path, CompileOptions(target_profile="tofino", runtime_divmod=needs_divmod(path))
+    )
 
 
 # ------------------------------------------------------------------ the corpus
@@ -100,7 +118,9 @@ def test_good_program_keeps_the_tofino_rules(path: Path) -> None:
 @pytest.mark.parametrize("path", BAD, ids=[p.stem for p in BAD])
 @pytest.mark.parametrize("profile", [None, "bmv2", "v1model"])
 def test_bad_program_compiles_without_the_profile(path: Path, profile: str | None) -> None:
-    result = compile_file(path, CompileOptions(target_profile=profile))
+    result = compile_file(
+        path, CompileOptions(target_profile=profile, runtime_divmod=needs_divmod(path))
+    )
     assert "tofino" not in result.timings
 
 
@@ -118,7 +138,7 @@ def test_bad_program_is_rejected_by_compile_file(path: Path) -> None:
 @pytest.mark.parametrize("path", BAD, ids=[p.stem for p in BAD])
 def test_bad_program_is_rejected_by_the_command_line(path: Path) -> None:
     line, phrase = expectation(path)
-    run = run_cli([str(path), "--target-profile", "tofino"])
+    run = run_cli([str(path), "--target-profile", "tofino", *divmod_args(path)])
     assert run.code == 1, run
     first, source, *rest = run.err.splitlines()
     assert first.startswith(f"{path}({line}): error: "), first
@@ -132,9 +152,18 @@ def test_bad_program_is_rejected_by_the_command_line(path: Path) -> None:
 def test_bad_program_passes_the_command_line_without_the_profile(
     path: Path, tmp_path: Path
 ) -> None:
-    run = run_cli([str(path), "-o", str(tmp_path)])
+    run = run_cli([str(path), "-o", str(tmp_path), *divmod_args(path)])
     assert run.code == 0, run.err
     assert (tmp_path / f"{path.stem}.json").exists()
+
+
+@pytest.mark.parametrize("path", [p for p in BAD if needs_divmod(p)], ids=lambda p: p.stem)
+def test_without_the_option_the_bmv2_rule_reports_the_division_first(path: Path) -> None:
+    line, _ = expectation(path)
+    with pytest.raises(CompileError) as info:
+        compile_file(path, CompileOptions(target_profile="tofino"))
+    assert info.value.pos.line == line
+    assert info.value.message.endswith("could not evaluate expression at compilation time")
 
 
 def test_installed_script_reports_the_line() -> None:
@@ -229,11 +258,13 @@ def test_arithmetic_operands(tmp_path: Path, expr: str, ok: bool) -> None:
     text = text.replace("meta.value * 3;", f"{expr};")
     path = tmp_path / "arith.p4"
     path.write_text(text)
+    # with --runtime-divmod, so that / and % reach rule 4 rather than the BMv2 rule
+    options = CompileOptions(target_profile="tofino", runtime_divmod=True)
     if ok:
-        compile_file(path, CompileOptions(target_profile="tofino"))
+        compile_file(path, options)
         return
     with pytest.raises(CompileError) as info:
-        compile_file(path, CompileOptions(target_profile="tofino"))
+        compile_file(path, options)
     assert info.value.pos.line == expectation(PROGRAMS / "bad" / "arith_multiply.p4")[0]
     assert "power of two" in info.value.message
 

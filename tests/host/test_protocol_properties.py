@@ -54,14 +54,23 @@ def run_job(
     loss_down: float,
     dup: float,
     seed: int,
+    engine: str = "python",
 ) -> None:
     rng = np.random.default_rng(seed)
     calls = [[make_tensor(rng, m, k, dtype, density) for _ in range(n)] for m in sizes]
     switch = ModelSwitch(n=n, k=k, job_id=JOB, slots=slots, msg_type=msg_type, key=KEY)
     sessions = [
         Session(
-            rank=r, n=n, job_id=JOB, job_key=KEY, slots=slots, k=k, msg_type=msg_type, retry=RETRY
-        )
+            rank=r,
+            n=n,
+            job_id=JOB,
+            job_key=KEY,
+            slots=slots,
+            k=k,
+            msg_type=msg_type,
+            retry=RETRY,
+            engine=engine,
+        )  # fmt: skip
         for r in range(n)
     ]
     sim = Sim(switch, sessions, seed=seed, loss_up=loss_up, loss_down=loss_down, dup=dup)
@@ -90,6 +99,7 @@ def run_job(
 
 
 K_SMALL = 8
+ENGINES = ["python", "native"]  # the Python core is the specification; the C one must agree
 
 
 @st.composite
@@ -113,35 +123,43 @@ def job(draw) -> dict:
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @SETTINGS
 @given(job())
-def test_dense_float32(p: dict) -> None:
-    run_job(msg_type=wire.MSG_DENSE, dtype=np.float32, **p)
+def test_dense_float32(engine: str, p: dict) -> None:
+    run_job(msg_type=wire.MSG_DENSE, dtype=np.float32, engine=engine, **p)
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @SETTINGS
 @given(job())
-def test_dense_int32(p: dict) -> None:
-    run_job(msg_type=wire.MSG_DENSE, dtype=np.int32, **p)
+def test_dense_int32(engine: str, p: dict) -> None:
+    run_job(msg_type=wire.MSG_DENSE, dtype=np.int32, engine=engine, **p)
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @SETTINGS
 @given(job())
-def test_sparse_float32(p: dict) -> None:
-    run_job(msg_type=wire.MSG_SPARSE, dtype=np.float32, **p)
+def test_sparse_float32(engine: str, p: dict) -> None:
+    run_job(msg_type=wire.MSG_SPARSE, dtype=np.float32, engine=engine, **p)
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @SETTINGS
 @given(job())
-def test_sparse_int32(p: dict) -> None:
-    run_job(msg_type=wire.MSG_SPARSE, dtype=np.int32, **p)
+def test_sparse_int32(engine: str, p: dict) -> None:
+    run_job(msg_type=wire.MSG_SPARSE, dtype=np.int32, engine=engine, **p)
 
 
 @pytest.mark.parametrize("msg_type", [wire.MSG_DENSE, wire.MSG_SPARSE])
 @pytest.mark.parametrize("dtype", [np.float32, np.int32])
 @pytest.mark.parametrize("density", [0.3, 1.0])
-def test_eight_workers_thousands_of_elements(msg_type: int, dtype: type, density: float) -> None:
+@pytest.mark.parametrize("engine", ENGINES)
+def test_eight_workers_thousands_of_elements(
+    msg_type: int, dtype: type, density: float, engine: str
+) -> None:
     run_job(
+        engine=engine,
         n=8,
         k=64,
         slots=7,
@@ -156,10 +174,12 @@ def test_eight_workers_thousands_of_elements(msg_type: int, dtype: type, density
     )
 
 
-def test_heavy_loss_still_completes() -> None:
+@pytest.mark.parametrize("engine", ENGINES)
+def test_heavy_loss_still_completes(engine: str) -> None:
     """Half of everything lost both ways, duplicates, 8 workers, 3 calls."""
     for msg_type in (wire.MSG_DENSE, wire.MSG_SPARSE):
         run_job(
+            engine=engine,
             n=8,
             k=K_SMALL,
             slots=4,

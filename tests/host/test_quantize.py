@@ -351,7 +351,7 @@ def test_chunked_paths_match_reference(n: int, k: int, chunk: int, b: int, seed:
         check_against_reference(blocks, n, rng)
 
 
-@pytest.mark.parametrize("k", [64, 256])
+@pytest.mark.parametrize("k", [64, 256, 1024])
 @pytest.mark.parametrize("n", [3, 4])
 def test_gradient_sized_tensor_matches_reference(n: int, k: int) -> None:
     """A tensor of the bench's kind with the real chunk size, its length a multiple of

@@ -28,7 +28,7 @@ from p4reduce.host import quantize as Q
 KERNEL = Q._C
 F32_MAX = float(np.finfo(np.float32).max)
 TINY = float(np.finfo(np.float32).smallest_subnormal)
-KS = [1, 3, 7, 16, 63, 64, 65, 255, 256, 257]
+KS = [1, 3, 7, 16, 63, 64, 65, 255, 256, 257, 1023, 1024]
 # 1 .. 32 (the protocol's range), larger powers of two, other n with a reciprocal, and
 # 49 and 99, whose reciprocal is too inexact: quantize divides (the kernel's mode 2)
 NS = st.one_of(st.integers(1, 32), st.sampled_from([33, 49, 64, 99, 100, 1000, 2**16]))

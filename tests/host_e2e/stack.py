@@ -176,6 +176,7 @@ class Stack:
         timeout: float = 30.0,
         first: int = 0,
         auto_recover: bool = True,
+        engine: str = "native",
     ) -> list[AllreduceSession]:
         """n workers join a new job concurrently; returns their sessions by rank. Rank r
         uses pool socket ``first + r`` (switch port ``first + r + 1``)."""
@@ -188,7 +189,7 @@ class Stack:
             return AllreduceSession.join(
                 self.url, job, rank, n, sock=self.pool[first + rank].dup(),
                 switch_port=first + rank + 1, slots=slots, timeout=timeout, retry=retry,
-                auto_recover=auto_recover, secret=secret,
+                auto_recover=auto_recover, secret=secret, engine=engine,
             )  # fmt: skip
 
         with concurrent.futures.ThreadPoolExecutor(n) as ex:

@@ -20,7 +20,7 @@ from p4reduce.host import (
 )
 from p4reduce.host.quantize import NonFiniteError
 from p4reduce.host.wire import MSG_DENSE, MSG_SPARSE
-from stack import K, _bound, check, make_tensor, on_all, reference
+from stack import K, _bound, check, close_all, make_tensor, on_all, reference
 
 SIZES = [1, K - 1, K, K + 1]
 DTYPES = [np.float32, np.int32]
@@ -296,6 +296,18 @@ def test_argument_errors_send_nothing(dense: Jobs, sparse: Jobs) -> None:
         s.allreduce(x, out=np.empty(100, dtype=np.int32))
     with pytest.raises(TypeError, match="avg"):
         s.allreduce(np.ones(3, dtype=np.int32), op="avg")
+    with pytest.raises(TypeError, match="float64"):
+        s.allreduce(np.ones(3, dtype=np.float64))
+    with pytest.raises(TypeError, match="uint8"):
+        s.allreduce(np.ones(3, dtype=np.uint8))
+    # more elements than the block field can number (a zero-stride view: no memory)
+    huge = np.broadcast_to(np.float32(1), (1 << 32, 64))
+    with pytest.raises(ValueError, match="block field allows"):
+        s.allreduce(huge)
+    with pytest.raises(ValueError, match="read-only"):
+        s.allreduce(x, out=np.broadcast_to(np.float32(0), x.shape))
+    with pytest.raises(NonFiniteError):
+        s.allreduce(np.array([1, np.inf], dtype=np.float16))
     assert s.transport_counters["sent"] == before
     assert s.stats.calls == 0
     # nothing was used up: both workers are still in step
@@ -309,6 +321,46 @@ def test_argument_errors_send_nothing(dense: Jobs, sparse: Jobs) -> None:
     with pytest.raises(NonFiniteError):
         sp.allreduce(big, mode="auto")
     assert sp.transport_counters["sent"] == 0
+
+
+@pytest.mark.parametrize("program", ["dense", "sparse"])
+def test_both_engines_end_to_end(dense: Jobs, sparse: Jobs, program: str) -> None:
+    """Sessions run on the native core by default (every other test here); the Python
+    core on request, with the same sums within the same bounds."""
+    jobs = dense if program == "dense" else sparse
+    natives = jobs.join(3, slots=4)
+    assert {s.engine for s in natives} == {"native"}
+    close_all(natives)
+    pys = jobs.join(3, slots=4, engine="python")
+    assert {s.engine for s in pys} == {"python"}
+    mode = "sparse" if program == "sparse" else "dense"
+    for dtype in (np.float32, np.int32):
+        xs = tensors(31, 3, 3000, dtype)
+        for g in on_all(pys, lambda s, r, xs=xs: s.allreduce(xs[r], mode=mode)):
+            check(g, xs, sparse_slots=4 if mode == "sparse" else None)
+
+
+def test_float16_travels_as_float32_and_comes_back_rounded(dense: Jobs) -> None:
+    """float16 arrays: the same packets as their float32 values (each float16 is one), the
+    result the float32 one rounded to float16 once; non-contiguous and read-only inputs are
+    only read; avg and out= work alike."""
+    sessions = dense.join(3, slots=4)
+    rng = np.random.default_rng(5)
+    xs = [(rng.standard_normal(3000) * 100).astype(np.float16) for _ in range(3)]
+    views = [np.repeat(x, 2)[::2] for x in xs]  # non-contiguous, the same values
+    for v in views:
+        v.flags.writeable = False
+    got = on_all(sessions, lambda s, r: s.allreduce(views[r]))
+    want = on_all(sessions, lambda s, r: s.allreduce(xs[r].astype(np.float32)))
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == np.float16 and g.shape == (3000,)
+        assert np.array_equal(g, w.astype(np.float16))
+        check(w, [x.astype(np.float32) for x in xs])  # so g is within that + half a float16 ulp
+    outs = [np.empty(3000, dtype=np.float16) for _ in range(3)]
+    avg = on_all(sessions, lambda s, r: s.allreduce(xs[r], op="avg", out=outs[r]))
+    for o, a in zip(outs, avg, strict=True):
+        assert a is o
+        assert np.array_equal(o, (want[0] / np.float32(3)).astype(np.float16))
 
 
 def test_leave_at_close_deletes_the_job(dense: Jobs) -> None:

@@ -99,12 +99,18 @@ def test_icmp_refusal_is_counted_and_the_send_retried() -> None:
         assert t.counters.dropped == 0
 
 
+ENGINES = ["native", "python"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("msg_type", [MSG_DENSE, MSG_SPARSE])
 @pytest.mark.parametrize("dtype", [np.float32, np.int32])
-def test_runner_drives_a_call_to_the_end(reflector: Reflector, msg_type: int, dtype: type) -> None:
+def test_runner_drives_a_call_to_the_end(
+    reflector: Reflector, msg_type: int, dtype: type, engine: str
+) -> None:
     rng = np.random.default_rng(3)
     x = (rng.standard_normal(10_000) * 100).astype(dtype)
-    ses = Session(rank=0, n=1, job_id=9, job_key=KEY, slots=16, msg_type=msg_type)
+    ses = Session(rank=0, n=1, job_id=9, job_key=KEY, slots=16, msg_type=msg_type, engine=engine)
     with UdpTransport(reflector.address) as t:
         for _ in range(3):  # consecutive calls
             end = run_call(ses.allreduce(x), t)
@@ -115,12 +121,13 @@ def test_runner_drives_a_call_to_the_end(reflector: Reflector, msg_type: int, dt
                 np.testing.assert_allclose(end.result, x, rtol=0, atol=1e-4)
 
 
-def test_runner_retransmits_lost_packets() -> None:
+@pytest.mark.parametrize("engine", ENGINES)
+def test_runner_retransmits_lost_packets(engine: str) -> None:
     r = Reflector(drop_every=7).start()
     try:
         x = np.arange(20_000, dtype=np.int32)
         retry = RetryPolicy(initial_timeout=0.01, max_timeout=0.05, give_up_after=10)
-        ses = Session(rank=0, n=1, job_id=9, job_key=KEY, slots=8, retry=retry)
+        ses = Session(rank=0, n=1, job_id=9, job_key=KEY, slots=8, retry=retry, engine=engine)
         with UdpTransport(r.address) as t:
             end = run_call(ses.allreduce(x), t)
         assert isinstance(end, Done)
@@ -130,10 +137,45 @@ def test_runner_retransmits_lost_packets() -> None:
         r.stop()
 
 
-def test_runner_gives_up_in_time() -> None:
+@pytest.mark.parametrize("engine", ENGINES)
+def test_runner_gives_up_in_time(engine: str) -> None:
     retry = RetryPolicy(initial_timeout=0.01, max_timeout=0.05, give_up_after=0.3)
-    ses = Session(rank=0, n=1, job_id=9, job_key=KEY, slots=4, retry=retry)
+    ses = Session(rank=0, n=1, job_id=9, job_key=KEY, slots=4, retry=retry, engine=engine)
     with UdpTransport(("127.0.0.1", free_port("udp"))) as t:
         end = run_call(ses.allreduce(np.ones(100, dtype=np.int32)), t)
+        # nothing listens: the kernel's ICMP refusals are counted, by either loop
+        assert t.counters.errors["ECONNREFUSED"] > 0
     assert isinstance(end, Failed) and isinstance(end.error, TimeoutError)
     assert [s.slot for s in end.error.stuck] == [0, 1]
+
+
+def test_the_native_loop_releases_the_gil(reflector: Reflector) -> None:
+    """A whole native call in one C run: the reflector is a Python thread of this
+    process, so it can answer only because the loop runs without the GIL; another Python
+    thread keeps counting meanwhile."""
+    import threading
+
+    ses = Session(rank=0, n=1, job_id=9, job_key=KEY, slots=64, engine="native")
+    x = np.ones(200_000, dtype=np.float32)
+    ticks = 0
+    stop = threading.Event()
+
+    def count() -> None:
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+
+    th = threading.Thread(target=count)
+    th.start()
+    try:
+        with UdpTransport(reflector.address) as t:
+            call = ses.allreduce(x)
+            before = ticks
+            end, io = call.run_native(t.fileno(), 0, 60.0)  # returns only at the end
+            during = ticks - before
+    finally:
+        stop.set()
+        th.join()
+    assert isinstance(end, Done) and np.array_equal(end.result, x)
+    assert io[0] == end.stats.packets_sent and io[2] == end.stats.packets_received
+    assert during > 0

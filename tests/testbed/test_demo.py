@@ -115,6 +115,17 @@ def test_demo_json_verdict() -> None:
     assert r["switch"]["aggregated"] > 0
 
 
+@pytest.mark.timeout(420)
+def test_demo_at_k_1024() -> None:
+    """The same demo with 4,162-byte frames: the 6,922 parameters travel in 7 blocks."""
+    done = run([str(BIN / "p4reduce"), "demo", "--workers", "2", "--steps", "3", "--k", "1024",
+                "--json"], timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    r = json_lines(done.stdout)[0]
+    assert r["ok"] is True and r["loss_fell"] is True
+    assert 7 <= r["aggregation_per_step"]["packets_sent"] < 109
+
+
 def test_demo_usage_error() -> None:
     done = run([str(BIN / "p4reduce"), "demo", "--workers", "0"])
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr

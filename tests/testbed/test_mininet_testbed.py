@@ -98,7 +98,7 @@ def test_bad_command_lines_are_one_line(argv: list[str], word: str, capsys: pyte
 
 
 def test_jumbo_mtu_only_where_k_needs_it() -> None:
-    """K = 1024's 4,144-byte IP packets do not fit a 1500-byte MTU: its links get 9000."""
+    """K = 1024's 4,148-byte IP packets do not fit a 1500-byte MTU: its links get 9000."""
     assert [stack_mod.data_link_mtu(k) for k in (64, 256, 1024)] == [1500, 1500, 9000]
     spec = topology.parse_spec(json.dumps({"hosts": 2, "mtu": 9000}))
     assert spec["mtu"] == 9000

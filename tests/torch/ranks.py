@@ -104,6 +104,32 @@ def compare_allreduce(name: str, ref: dist.ProcessGroup, x: np.ndarray, op: str)
     }
 
 
+def compare_half(name: str, ref: dist.ProcessGroup, dtype: torch.dtype) -> None:
+    """float16 / bfloat16 through the switch: one switch call, and the result is the
+    float32 all-reduce of the same (exactly widened) values rounded once to the dtype;
+    gloo adds in the half type, so it is compared within the bound of that plus n ulps."""
+    x = torch.from_numpy(rank_data(9, RANK, 3000, "float32")).to(dtype)
+    wide = x.float()
+    mine, theirs = x.clone(), x.clone()
+    before = stats()
+    dist.all_reduce(mine)
+    calls = stats().calls - before.calls
+    dist.all_reduce(wide)
+    dist.all_reduce(theirs, group=ref)
+    same = bool(torch.equal(mine, wide.to(dtype)))
+    # each of gloo's n - 1 additions in the half type rounds to half an ulp of a partial
+    # sum (at most the sum of the magnitudes); ours rounds once, to half an ulp of itself
+    fi = torch.finfo(dtype)
+    inputs = [
+        torch.from_numpy(rank_data(9, r, 3000, "float32")).to(dtype).float() for r in range(N)
+    ]
+    magnitude = torch.stack(inputs).abs().sum(dim=0)
+    tol = N * fi.eps * magnitude + fi.eps * mine.float().abs() + fi.tiny
+    ok_gloo = bool(((mine.float() - theirs.float()).abs() <= tol).all())
+    result[name] = {"same_as_float32": same, "ok_gloo": ok_gloo, "switch_calls": calls,
+                    "dtype": str(mine.dtype)}  # fmt: skip
+
+
 def collectives(ref: dist.ProcessGroup) -> None:
     """What runs on the backend's private gloo: results exact, no switch traffic."""
     before = stats().calls
@@ -292,6 +318,8 @@ def scenario_main() -> None:
     ]:
         x = rank_data(7, RANK, size, dtype).reshape(-1, 1) if size else np.zeros(0, np.int32)
         compare_allreduce(name, ref, x, op)
+    for name, tdtype in [("float16", torch.float16), ("bfloat16", torch.bfloat16)]:
+        compare_half(name, ref, tdtype)
     collectives(ref)
     functional()
     async_work()
@@ -348,6 +376,45 @@ def scenario_errors() -> None:
     dist.destroy_process_group()
 
 
+def scenario_recover() -> None:
+    """A rank late by more than the give-up time: rank 0's collective fails naming it; then
+    the group goes on by itself (no recover() anywhere): every later collective, plain and
+    under DDP, is exact on every rank."""
+    retry = RetryPolicy(initial_timeout=0.05, max_timeout=0.2, give_up_after=1.0)
+    init("p4reduce", P4ReduceOptions(retry=retry))
+    t = torch.ones(64)
+    if RANK == 1:
+        time.sleep(2.5)
+    try:
+        dist.all_reduce(t)
+        result["late"] = {"type": None, "sum": t[0].item()}
+    except Exception as err:  # noqa: BLE001 - recorded for the test
+        result["late"] = error_text(err) | {"missing_ranks": getattr(err, "missing_ranks", None)}
+    after = []
+    for i in range(3):
+        t = torch.full((1000,), float(RANK + i))
+        t0 = time.monotonic()
+        try:
+            dist.all_reduce(t)
+            after.append({"ok": True, "sum": t[0].item(), "seconds": time.monotonic() - t0})
+        except Exception as err:  # noqa: BLE001 - recorded for the test
+            after.append(error_text(err) | {"ok": False, "seconds": time.monotonic() - t0})
+    result["after"] = after
+    result["expected"] = [float(sum(r + i for r in range(N))) for i in range(3)]
+    torch.manual_seed(0)
+    model = DDP(torch.nn.Linear(32, 4))
+    x = torch.randn(8, 32)
+    try:
+        for _ in range(2):
+            model(x).sum().backward()
+        result["ddp"] = {"ok": True}
+    except Exception as err:  # noqa: BLE001 - recorded for the test
+        result["ddp"] = error_text(err) | {"ok": False}
+    result["recoveries"] = dist.group.WORLD.endpoint.session.recoveries
+    result["pids"] = stack_pids(dist.group.WORLD)
+    dist.destroy_process_group()
+
+
 def scenario_refused() -> None:
     """Set-up errors: a dead registration URL, a job the controller refuses, a pg_options
     of the wrong type; then a good group whose rank 0 the test kills."""
@@ -398,6 +465,7 @@ def scenario_cuda() -> None:
 SCENARIOS = {
     "main": scenario_main,
     "errors": scenario_errors,
+    "recover": scenario_recover,
     "refused": scenario_refused,
     "cuda": scenario_cuda,
 }

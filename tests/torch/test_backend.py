@@ -29,6 +29,10 @@ def test_all_reduce_matches_the_exact_sum_and_gloo(main: list[dict[str, Any]]) -
             assert c["ok_exact"] and c["ok_gloo"], (r["rank"], name, c)
             assert c["switch_calls"] == n_calls, (name, c)
         assert r["int32_sum"]["err_exact"] == 0 and r["int32_sum"]["err_gloo"] == 0
+        for half in ("float16", "bfloat16"):
+            h = r[half]
+            assert h["switch_calls"] == 1 and h["dtype"] == f"torch.{half}", h
+            assert h["same_as_float32"] and h["ok_gloo"], h
         assert 0 < r["float32_sum"]["err_exact"] < 1e-5
 
 

@@ -69,3 +69,18 @@ def test_setup_errors_then_a_killed_rank_0_takes_its_stack_along(tmp_path: Path)
         assert wait_gone(pids, STOP_BOUND) == []
     finally:
         ranks.kill()
+
+
+def test_after_a_failed_collective_the_group_goes_on_by_itself(tmp_path: Path) -> None:
+    """Rank 1 comes 2.5 s late (give-up 1 s): rank 0's collective times out naming it, rank
+    1's own copy of it is skipped (the group resumed at the next one); every later
+    collective, plain and DDP, is exact on both, after one recovery and no recover()."""
+    results = run("recover", 2, tmp_path, timeout=120)
+    late = results[0]["late"]
+    assert late["type"] == "AllreduceTimeout" and late["missing_ranks"] == [1], late
+    assert results[1]["late"]["type"] in ("P4ReduceError", None), results[1]["late"]
+    for r in results:
+        assert [a.get("sum") for a in r["after"]] == r["expected"], r["after"]
+        assert r["ddp"] == {"ok": True}, r["ddp"]
+        assert r["recoveries"] == 1
+    assert wait_gone(results[0]["pids"], STOP_BOUND) == []

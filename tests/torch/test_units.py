@@ -94,7 +94,22 @@ def test_staging_shares_contiguous_cpu_tensors_and_copies_the_rest() -> None:
 
     assert switchable(torch.zeros(2)) and switchable(torch.zeros(2, dtype=torch.int32))
     assert not switchable(torch.zeros(2, dtype=torch.float64))
+    assert switchable(torch.zeros(2, dtype=torch.float64), float64=True)
     assert not switchable(torch.zeros(2).to_sparse())
+    assert not switchable(torch.zeros(2, dtype=torch.int64))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
+def test_half_precision_is_staged_as_float32_and_rounded_back(dtype: torch.dtype) -> None:
+    assert switchable(torch.zeros(2, dtype=dtype), float64=True)
+    t = torch.tensor([1.0, -3.5, 65504.0 if dtype == torch.float16 else 1e30], dtype=dtype)
+    s = Staged.of(t)
+    assert s.copied and s.host.dtype == torch.float32
+    assert s.flat().tolist() == t.float().tolist()  # every half value is a float32
+    s.flat()[:] = [1.0 + 2.0**-12, 2.0, 3.0]  # 1 + 2^-12 rounds to 1 in both halves
+    s.finish()
+    first = 1.0 + 2.0**-12 if dtype == torch.float64 else 1.0
+    assert t.dtype == dtype and t.tolist() == [first, 2.0, 3.0]
 
 
 def test_a_completion_resolves_after_its_last_call() -> None:

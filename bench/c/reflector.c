@@ -1,0 +1,225 @@
+/* The kernel's floor for the switch benchmarks: the same UDP exchanges as an aggregation
+ * switch, with recvmmsg/sendmmsg and no P4. Compiled by bench/floor.py at bench run time.
+ *
+ *   reflector serve PORT IP:PORT,IP:PORT,...
+ *       One UDP socket on 127.0.0.1:PORT (0: any; the chosen port is printed as
+ *       "ready PORT"). Datagrams from the listed peers (the workers) are counted; every
+ *       N-th one (N = the number of peers) is sent to all N peers, as the switch multicasts
+ *       a slot's result once its N contributions are in. Others are dropped. Runs until
+ *       stdin closes or SIGTERM.
+ *
+ *   reflector client IP:PORT FILE ROUNDS WINDOW FD,FD,...
+ *       The load generator: N workers, one already bound UDP socket each (inherited file
+ *       descriptors, the addresses the switch knows). FILE holds, per worker, CYCLE
+ *       aggregation packets of LEN bytes (header: uint32 N, CYCLE, LEN, little-endian);
+ *       worker r sends packet r[t % CYCLE] for rounds t = 0 .. ROUNDS-1, at most WINDOW
+ *       rounds ahead of the results it has received. Prints one JSON line: seconds, packets
+ *       in (N * ROUNDS), results received. Exits 1 if results stop coming for 10 s (a lost
+ *       packet stalls the window: there is no retransmission here). */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BATCH 64
+#define MAXW 64
+#define MAXLEN 65536
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int parse_addr(const char *text, struct sockaddr_in *out) {
+    char host[64];
+    const char *colon = strrchr(text, ':');
+    if (!colon || (size_t)(colon - text) >= sizeof host) return -1;
+    memcpy(host, text, colon - text);
+    host[colon - text] = 0;
+    memset(out, 0, sizeof *out);
+    out->sin_family = AF_INET;
+    out->sin_port = htons((uint16_t)atoi(colon + 1));
+    return inet_pton(AF_INET, host, &out->sin_addr) == 1 ? 0 : -1;
+}
+
+static void die(const char *what) {
+    fprintf(stderr, "reflector: %s: %s\n", what, strerror(errno));
+    exit(2);
+}
+
+/* ---------------------------------------------------------------------------- serve */
+
+static int serve(int port, char *peers_text) {
+    struct sockaddr_in peers[MAXW];
+    int n = 0;
+    for (char *tok = strtok(peers_text, ","); tok && n < MAXW; tok = strtok(NULL, ","))
+        if (parse_addr(tok, &peers[n++])) {
+            fprintf(stderr, "reflector: bad peer %s\n", tok);
+            return 2;
+        }
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    if (fd < 0) die("socket");
+    int buf = 4 << 20;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
+    struct sockaddr_in me = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &me.sin_addr);
+    if (bind(fd, (struct sockaddr *)&me, sizeof me)) die("bind");
+    socklen_t len = sizeof me;
+    getsockname(fd, (struct sockaddr *)&me, &len);
+    printf("ready %d\n", ntohs(me.sin_port));
+    fflush(stdout);
+
+    static uint8_t data[BATCH][MAXLEN];
+    struct mmsghdr rm[BATCH];
+    struct iovec riov[BATCH];
+    struct sockaddr_in from[BATCH];
+    static struct mmsghdr sm[BATCH * MAXW];
+    static struct iovec siov[BATCH * MAXW];
+    uint64_t count = 0;
+    struct pollfd pf[2] = {{.fd = fd, .events = POLLIN}, {.fd = 0, .events = POLLIN}};
+    for (;;) {
+        if (poll(pf, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            die("poll");
+        }
+        if (pf[1].revents) return 0; /* stdin closed: the bench is done */
+        for (int i = 0; i < BATCH; i++) {
+            riov[i] = (struct iovec){data[i], MAXLEN};
+            rm[i].msg_hdr = (struct msghdr){.msg_name = &from[i], .msg_namelen = sizeof from[i],
+                                            .msg_iov = &riov[i], .msg_iovlen = 1};
+        }
+        int got = recvmmsg(fd, rm, BATCH, MSG_DONTWAIT, NULL);
+        if (got <= 0) continue;
+        int ns = 0;
+        for (int i = 0; i < got; i++) {
+            int known = 0;
+            for (int p = 0; p < n && !known; p++)
+                known = from[i].sin_addr.s_addr == peers[p].sin_addr.s_addr &&
+                        from[i].sin_port == peers[p].sin_port;
+            if (!known || ++count % n) continue;
+            for (int p = 0; p < n; p++) {
+                siov[ns] = (struct iovec){data[i], rm[i].msg_len};
+                sm[ns].msg_hdr = (struct msghdr){.msg_name = &peers[p],
+                                                 .msg_namelen = sizeof peers[p],
+                                                 .msg_iov = &siov[ns], .msg_iovlen = 1};
+                ns++;
+            }
+        }
+        for (int off = 0; off < ns;) {
+            int r = sendmmsg(fd, sm + off, ns - off, 0);
+            if (r < 0) {
+                if (errno == EINTR) continue;
+                off++; /* a refused peer: skip its copy, as the switch counts and goes on */
+                continue;
+            }
+            off += r;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------- client */
+
+static int client(const char *target_text, const char *file, long rounds, int window,
+                  char *fds_text) {
+    struct sockaddr_in target;
+    if (parse_addr(target_text, &target)) {
+        fprintf(stderr, "reflector: bad target %s\n", target_text);
+        return 2;
+    }
+    int fds[MAXW], n = 0;
+    for (char *tok = strtok(fds_text, ","); tok && n < MAXW; tok = strtok(NULL, ","))
+        fds[n++] = atoi(tok);
+    FILE *f = fopen(file, "rb");
+    if (!f) die(file);
+    uint32_t head[3];
+    if (fread(head, 4, 3, f) != 3) die("packet file header");
+    uint32_t nw = head[0], cycle = head[1], len = head[2];
+    if ((int)nw != n || cycle == 0 || len == 0 || len > MAXLEN) {
+        fprintf(stderr, "reflector: packet file for %u workers, %d sockets given\n", nw, n);
+        return 2;
+    }
+    uint8_t *pkts = malloc((size_t)nw * cycle * len);
+    if (!pkts || fread(pkts, len, (size_t)nw * cycle, f) != (size_t)nw * cycle) die("packets");
+    fclose(f);
+
+    long sent[MAXW] = {0}, got[MAXW] = {0};
+    static uint8_t sink[BATCH][MAXLEN];
+    struct mmsghdr rm[BATCH], sm[BATCH];
+    struct iovec riov[BATCH], siov[BATCH];
+    struct pollfd pf[MAXW];
+    for (int r = 0; r < n; r++) pf[r] = (struct pollfd){.fd = fds[r], .events = POLLIN};
+    double t0 = now(), last = t0;
+    long done = 0;
+    while (done < n) {
+        for (int r = 0; r < n; r++) { /* send what each worker's window allows */
+            int k = 0;
+            while (sent[r] + k < rounds && sent[r] + k - got[r] < window && k < BATCH) {
+                uint8_t *p = pkts + ((size_t)r * cycle + (size_t)((sent[r] + k) % cycle)) * len;
+                siov[k] = (struct iovec){p, len};
+                sm[k].msg_hdr = (struct msghdr){.msg_name = &target, .msg_namelen = sizeof target,
+                                                .msg_iov = &siov[k], .msg_iovlen = 1};
+                k++;
+            }
+            for (int off = 0; off < k;) {
+                int s = sendmmsg(fds[r], sm + off, k - off, 0);
+                if (s < 0) {
+                    if (errno == EINTR) continue;
+                    die("sendmmsg");
+                }
+                off += s;
+            }
+            sent[r] += k;
+        }
+        int ready = poll(pf, n, 100);
+        if (ready < 0 && errno != EINTR) die("poll");
+        for (int r = 0; r < n && ready > 0; r++) {
+            if (!(pf[r].revents & POLLIN)) continue;
+            for (int i = 0; i < BATCH; i++) {
+                riov[i] = (struct iovec){sink[i], MAXLEN};
+                rm[i].msg_hdr = (struct msghdr){.msg_iov = &riov[i], .msg_iovlen = 1};
+            }
+            int g = recvmmsg(fds[r], rm, BATCH, MSG_DONTWAIT, NULL);
+            if (g > 0) {
+                if (got[r] < rounds && got[r] + g >= rounds) done++;
+                got[r] += g;
+                last = now();
+            }
+        }
+        if (now() - last > 10.0) {
+            long missing = 0;
+            for (int r = 0; r < n; r++) missing += rounds > got[r] ? rounds - got[r] : 0;
+            fprintf(stderr, "reflector: stalled, %ld results missing (a packet was lost)\n",
+                    missing);
+            return 1;
+        }
+    }
+    double secs = last - t0;
+    long results = 0;
+    for (int r = 0; r < n; r++) results += got[r];
+    printf("{\"seconds\": %.6f, \"packets_in\": %ld, \"results\": %ld, \"workers\": %d}\n", secs,
+           (long)n * rounds, results, n);
+    free(pkts);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    signal(SIGPIPE, SIG_IGN);
+    if (argc == 4 && !strcmp(argv[1], "serve")) return serve(atoi(argv[2]), argv[3]);
+    if (argc == 7 && !strcmp(argv[1], "client"))
+        return client(argv[2], argv[3], atol(argv[4]), atoi(argv[5]), argv[6]);
+    fprintf(stderr,
+            "usage: reflector serve PORT IP:PORT,...\n"
+            "       reflector client IP:PORT FILE ROUNDS WINDOW FD,...\n");
+    return 2;
+}

@@ -1,0 +1,218 @@
+"""The host's protocol engines side by side, for bench/allreduce.py (``--only host,engines``).
+
+- ``host``: one worker against a reflector process (a one-worker switch stand-in that
+  answers each packet at once, ``tests/host_e2e/reflector.py``), native and Python engine:
+  packets per second (sent + received) and the worker's CPU time per packet. The reflector
+  is a Python process, so it caps the packets/s of the native engine (it is the slower
+  side); the CPU per packet is the host's own cost either way.
+- ``engines``: time and worker CPU per all-reduce on the local stack (embedded switch),
+  dense float32, for each K, worker count and size, native and Python engine, next to
+  gloo (torch.distributed, the same number of processes on this machine) in the same run.
+  The software switch is the bottleneck of the switch figures (docs/host.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from p4reduce.host import AllreduceSession, UdpTransport, run_call
+from p4reduce.host.protocol import Done, Session
+from p4reduce.testbed.local import LocalStack
+
+ROOT = Path(__file__).resolve().parents[1]
+REFLECTOR = ROOT / "tests" / "host_e2e" / "reflector.py"
+ENGINES = ("native", "python")
+
+
+def host_rows(m: int, ks: list[int], slots: int, reps: int) -> list[dict[str, Any]]:
+    """Packets/s and CPU per packet of one worker against the reflector, per engine."""
+    proc = subprocess.Popen(
+        [sys.executable, str(REFLECTOR)], stdout=subprocess.PIPE, text=True,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    rows = []
+    try:
+        assert proc.stdout is not None
+        host, port = proc.stdout.readline().split()[1].split(":")
+        x = np.random.default_rng(0).standard_normal(m).astype(np.float32)
+        for k in ks:
+            for engine in ENGINES:
+                ses = Session(rank=0, n=1, job_id=1, job_key=1, slots=slots, k=k, engine=engine)
+                best: tuple[float, float, Any] | None = None
+                with UdpTransport((host, int(port))) as t:
+                    run_call(ses.allreduce(x[: 50 * k * slots]), t)  # warm up
+                    for _ in range(reps):
+                        c0, t0 = time.process_time(), time.perf_counter()
+                        end = run_call(ses.allreduce(x), t)
+                        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+                        assert isinstance(end, Done), end
+                        if best is None or wall < best[0]:
+                            best = (wall, cpu, end.stats)
+                assert best is not None
+                wall, cpu, st = best
+                pkts = st.packets_sent + st.packets_received
+                rows.append({
+                    "k": k, "engine": engine, "elements": m, "slots": slots,
+                    "pps": pkts / wall, "cpu_us_per_packet": cpu / pkts * 1e6,
+                    "seconds": wall, "cpu_seconds": cpu,
+                })  # fmt: skip
+        for k in ks:
+            nat, py = (next(r for r in rows if r["k"] == k and r["engine"] == e) for e in ENGINES)
+            nat["pps_ratio_to_python"] = nat["pps"] / py["pps"]
+            nat["cpu_ratio_to_python"] = nat["cpu_us_per_packet"] / py["cpu_us_per_packet"]
+    finally:
+        proc.terminate()
+        proc.wait()
+    return rows
+
+
+def _switch_run(
+    stack: LocalStack, job: int, n: int, m: int, engine: str, repeat: int
+) -> dict[str, float]:
+    """n worker threads of this process, one all-reduce of m float32 per call."""
+    sessions: list[AllreduceSession | None] = [None] * n
+    times: list[list[float]] = [[] for _ in range(n)]
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(n)
+
+    def work(r: int) -> None:
+        try:
+            s = AllreduceSession.join(
+                stack.url, job, r, n, sock=stack.sockets[r].dup(), switch_port=r + 1,
+                engine=engine, timeout=120, secret=f"p4reduce-bench-secret-of-job-{job}",
+            )  # fmt: skip
+            sessions[r] = s
+            x = np.random.default_rng(r).standard_normal(m).astype(np.float32)
+            out = np.empty_like(x)
+            s.allreduce(x, out=out)  # warm up
+            for _ in range(repeat):
+                barrier.wait()
+                t0 = time.perf_counter()
+                s.allreduce(x, out=out)
+                times[r].append(time.perf_counter() - t0)
+        except BaseException as err:  # noqa: BLE001 - reported below
+            errors.append(err)
+            barrier.abort()
+
+    threads = [threading.Thread(target=work, args=(r,)) for r in range(n)]
+    c0 = time.process_time()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    cpu = time.process_time() - c0
+    for s in sessions:
+        if s is not None:
+            s.close()
+    if errors:
+        raise errors[0]
+    per_call = [max(times[r][i] for r in range(n)) for i in range(repeat)]
+    # CPU of all n workers (this process) over warm-up + repeat calls, per call
+    return {"seconds": statistics.median(per_call), "cpu_seconds": cpu / (repeat + 1)}
+
+
+_GLOO = """
+import json, os, sys, time
+import torch, torch.distributed as dist
+rank, n, m, repeat, store = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+torch.set_num_threads(1)
+dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=n)
+x = torch.randn(m)
+dist.all_reduce(x.clone())
+ts = []
+c0 = time.process_time()
+for _ in range(repeat):
+    y = x.clone()
+    dist.barrier()
+    t0 = time.perf_counter()
+    dist.all_reduce(y)
+    ts.append(time.perf_counter() - t0)
+print(json.dumps({"times": ts, "cpu": (time.process_time() - c0) / repeat}), flush=True)
+dist.destroy_process_group()
+"""
+
+
+def gloo_run(n: int, m: int, repeat: int) -> dict[str, float]:
+    """torch.distributed's gloo all_reduce of m float32 by n processes on this machine."""
+    with tempfile.TemporaryDirectory() as d:
+        store = os.path.join(d, "store")
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", _GLOO, str(r), str(n), str(m), str(repeat), store],
+                stdout=subprocess.PIPE,
+                text=True,
+                stdin=subprocess.DEVNULL,
+                env=os.environ | {"OMP_NUM_THREADS": "1"},
+            )  # fmt: skip
+            for r in range(n)
+        ]
+        outs = []
+        for p in procs:
+            out, _ = p.communicate(timeout=600)
+            if p.returncode != 0:
+                raise RuntimeError(f"gloo rank exited {p.returncode}")
+            outs.append(json.loads(out.strip().splitlines()[-1]))
+    per_call = [max(o["times"][i] for o in outs) for i in range(repeat)]
+    return {"seconds": statistics.median(per_call), "cpu_seconds": sum(o["cpu"] for o in outs)}
+
+
+def engine_rows(
+    ks: list[int], workers: list[int], sizes: list[int], slots: int, repeat: int, log: Any
+) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    gloo: dict[tuple[int, int], dict[str, float]] = {}
+    for n in workers:
+        for m in sizes:
+            gloo[n, m] = gloo_run(n, m, repeat)
+            log(f"gloo n={n} M={m}: {gloo[n, m]['seconds'] * 1e3:.1f} ms")
+    for k in ks:
+        with LocalStack(max(workers), "dense", k=k, slots=slots, log=log) as stack:
+            # A fresh switch's first calls are slow (seconds, with retransmissions): one
+            # discarded run first, so neither engine's figure takes that hit.
+            _switch_run(stack, 1, min(workers), min(sizes), "python", 2)
+            job = 2
+            for n in workers:
+                for m in sizes:
+                    for engine in ENGINES:
+                        r = _switch_run(stack, job, n, m, engine, repeat)
+                        job += 1
+                        g = gloo[n, m]
+                        rows.append({
+                            "k": k, "workers": n, "elements": m, "engine": engine,
+                            "seconds": r["seconds"], "cpu_seconds": r["cpu_seconds"],
+                            "gloo_seconds": g["seconds"], "gloo_cpu_seconds": g["cpu_seconds"],
+                            "time_ratio_to_gloo": r["seconds"] / g["seconds"],
+                        })  # fmt: skip
+                        log(f"switch K={k} n={n} M={m} {engine}: {r['seconds'] * 1e3:.1f} ms")
+    return rows
+
+
+def print_host(rows: list[dict[str, Any]]) -> None:
+    print("\nhost side: one worker against a reflector process (dense float32, "
+          f"{rows[0]['elements']} elements, {rows[0]['slots']} slots)")  # fmt: skip
+    print(f"{'K':>5} {'engine':>7} {'packets/s':>11} {'CPU us/pkt':>11} {'ratio to python':>16}")
+    for r in rows:
+        ratio = f"{r['pps_ratio_to_python']:.2f}" if "pps_ratio_to_python" in r else "1"
+        print(f"{r['k']:>5} {r['engine']:>7} {r['pps']:>11,.0f} {r['cpu_us_per_packet']:>11.2f} "
+              f"{ratio:>16}")  # fmt: skip
+
+
+def print_engines(rows: list[dict[str, Any]]) -> None:
+    print("\ntime and worker CPU per all-reduce, dense float32, embedded switch, next to gloo")
+    print(f"{'K':>5} {'n':>3} {'elements':>10} {'engine':>7} {'ms':>9} {'CPU ms':>8} "
+          f"{'gloo ms':>8} {'gloo CPU':>9} {'x gloo':>7}")  # fmt: skip
+    for r in rows:
+        print(f"{r['k']:>5} {r['workers']:>3} {r['elements']:>10} {r['engine']:>7} "
+              f"{r['seconds'] * 1e3:>9.1f} {r['cpu_seconds'] * 1e3:>8.1f} "
+              f"{r['gloo_seconds'] * 1e3:>8.1f} {r['gloo_cpu_seconds'] * 1e3:>9.1f} "
+              f"{r['time_ratio_to_gloo']:>7.1f}")  # fmt: skip

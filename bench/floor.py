@@ -1,0 +1,163 @@
+"""The kernel floor for the switch benchmarks: ``bench/c/reflector.c``, compiled at bench run
+time with ``cc`` (cached by content hash like the native engine), as a reflector that does
+the switch's receives and multicast sends with recvmmsg/sendmmsg and no P4, and as a batched
+C load generator of aggregation packets (docs/benchmarks.md, "kernel floor").
+
+Used by bench/switch.py and bench/allreduce.py; not a benchmark on its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+SOURCE = Path(__file__).resolve().parent / "c" / "reflector.c"
+FLAGS = ("-O2", "-Wall")
+
+
+class FloorUnavailable(RuntimeError):
+    """No C compiler, or reflector.c did not build: the floor figures are left out."""
+
+
+def _cache_dir() -> Path:
+    env = os.environ.get("P4REDUCE_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "p4reduce" / "native"
+
+
+def build() -> Path:
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        raise FloorUnavailable("no C compiler (cc) on PATH")
+    digest = hashlib.sha256(SOURCE.read_bytes() + " ".join((cc, *FLAGS)).encode()).hexdigest()
+    exe = _cache_dir() / f"reflector-{digest[:24]}"
+    if exe.exists():
+        return exe
+    exe.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=exe.parent)
+    os.close(fd)
+    try:
+        done = subprocess.run([cc, *FLAGS, "-o", tmp, str(SOURCE)], capture_output=True, text=True)
+        if done.returncode != 0:
+            first = (done.stderr.strip().splitlines() or ["no output"])[0]
+            raise FloorUnavailable(f"{cc} failed on reflector.c: {first}")
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, exe)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return exe
+
+
+def worker_sockets(n: int) -> list[socket.socket]:
+    out = []
+    for _ in range(n):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("127.0.0.1", 0))
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 22)
+        out.append(s)
+    return out
+
+
+@contextlib.contextmanager
+def reflector(peers: Sequence[tuple[str, int]]) -> Iterator[tuple[str, int]]:
+    """A running reflector for these worker addresses; yields its address."""
+    exe = build()
+    text = ",".join(f"{ip}:{port}" for ip, port in peers)
+    proc = subprocess.Popen(
+        [str(exe), "serve", "0", text], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().split()
+        if len(line) != 2 or line[0] != "ready":
+            raise FloorUnavailable(f"reflector did not start: {line}")
+        yield ("127.0.0.1", int(line[1]))
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()  # its signal to exit
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def packet_file(path: Path, packets: Sequence[Sequence[bytes]]) -> None:
+    """packets[rank][i], all of one length: the client's input."""
+    length = len(packets[0][0])
+    cycle = len(packets[0])
+    with open(path, "wb") as f:
+        f.write(struct.pack("<III", len(packets), cycle, length))
+        for per_rank in packets:
+            assert len(per_rank) == cycle and all(len(p) == length for p in per_rank)
+            f.write(b"".join(per_rank))
+
+
+def run_client(
+    target: tuple[str, int],
+    socks: Sequence[socket.socket],
+    packets: Sequence[Sequence[bytes]],
+    rounds: int,
+    window: int,
+    timeout: float = 300.0,
+) -> dict[str, float]:
+    """The C load generator: ``rounds`` packets per worker, ``window`` in flight. Returns
+    seconds, packets_in and results; raises RuntimeError if it stalls."""
+    exe = build()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "packets.bin"
+        packet_file(path, packets)
+        fds = [s.fileno() for s in socks]
+        done = subprocess.run(
+            [str(exe), "client", f"{target[0]}:{target[1]}", str(path), str(rounds),
+             str(window), ",".join(map(str, fds))],
+            pass_fds=fds, capture_output=True, text=True, timeout=timeout,
+        )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr.strip() or f"client exit {done.returncode}")
+    return json.loads(done.stdout)
+
+
+def dense_packets(n: int, job_id: int, slots: int, k: int, key: int = 0) -> list[list[bytes]]:
+    """One cycle of a dense job's packets per rank: rounds t = 0 .. 2*slots-1 use slot
+    t % slots with set (t // slots) % 2, as the protocol core does for a long tensor, and
+    K zero elements (the switch's work does not depend on the values); ``key``: the job's
+    data-plane key (docs/protocol.md; the reflector ignores it)."""
+    from p4reduce.host import wire
+
+    payload = bytes(4 * k)
+    out = []
+    for rank in range(n):
+        per = []
+        for t in range(2 * slots):
+            hdr = wire.header_bytes(
+                wire.MSG_DENSE, 0, rank, job_id, (t // slots) % 2, t % slots, 0, 1, t, 0, key
+            )
+            per.append(hdr + payload)
+        out.append(per)
+    return out
+
+
+def switch_engines() -> list[str | None]:
+    """The engines ``p4reduce-switch --engine`` offers, or [None] (its default) without it."""
+    from p4reduce.testbed.local import command
+
+    try:
+        text = subprocess.run(
+            [command("p4reduce-switch"), "--help"], capture_output=True, text=True, timeout=60
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return [None]
+    if "--engine" not in text:
+        return [None]
+    return [e for e in ("python", "native") if e in text.split("--engine", 1)[1][:200]] or [None]
