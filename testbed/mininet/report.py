@@ -95,7 +95,10 @@ def plot(
         ax.set_xscale("log")
         xs_all = sorted({x for xs, _ in series.values() for x in xs})
         if xs_all and all(float(x).is_integer() for x in xs_all):
+            from matplotlib.ticker import NullFormatter
+
             ax.set_xticks(xs_all, [f"{x:g}" for x in xs_all])
+            ax.xaxis.set_minor_formatter(NullFormatter())
     if ylog:
         ax.set_yscale("log")
     ax.set_xlabel(xlabel)
