@@ -22,11 +22,12 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from p4reduce.switch.frontend.compiler import CompileOptions
 from p4reduce.switch.interp.load import load_pipeline
 from p4reduce.switch.interp.matches import Exact
-from p4reduce.switch.interp.switch import V1Switch
+from p4reduce.switch.native.select import make_switch
 from p4reduce.switch.ports.ipudp import Endpoints, build_frame
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,9 +79,9 @@ def agg_packet(kind: str, k: int, rank: int, slot: int, set_: int, block: int) -
     )
 
 
-def setup(kind: str, k: int, workers: int) -> V1Switch:
+def setup(kind: str, k: int, workers: int, engine: str = "python") -> Any:
     options = CompileOptions(include_dirs=[ROOT / "p4src" / "include"], defines={"K": str(k)})
-    sw = V1Switch(load_pipeline(ROOT / "p4src" / f"{kind}.p4", options))
+    sw = make_switch(load_pipeline(ROOT / "p4src" / f"{kind}.p4", options), engine)
     t = sw.pipeline.tables
     t["SwitchIngress.local_address.switch_ipv4"].add_entry(
         [Exact(ip(SWITCH_IP))], "SwitchIngress.local_address.is_switch", [SWITCH_MAC]
@@ -169,6 +170,35 @@ def measure(kind: str, k: int, workers: int, packets: int, repeat: int) -> dict[
         "results_per_s": round(results / agg_s),
         "forwarding_pps": round(fwd_pps),
         "ratio_to_forwarding": round(agg_pps / fwd_pps, 4),
+        **measure_native(kind, k, workers, stream, repeat, agg_pps),
+    }
+
+
+def measure_native(
+    kind: str, k: int, workers: int, stream: list[tuple[int, bytes]], repeat: int, py_pps: float
+) -> dict[str, object]:
+    """The same stream on the native engine: one call per packet, and one call per batch."""
+    sw = setup(kind, k, workers, "native")
+    if sw.engine != "native":
+        return {"native": "not available"}
+    n = len(stream)
+    expected = (n // workers) * workers
+    process = sw.process
+
+    def one_by_one() -> int:
+        return sum(len(process(port, data)) for port, data in stream)
+
+    def batch() -> int:
+        return len(sw.process_batch(stream))
+
+    one_s, r1 = timed(one_by_one, repeat)
+    batch_s, r2 = timed(batch, repeat)
+    if r1 != expected or r2 != expected:
+        raise SystemExit(f"{kind} K={k}: native engine sent {r1}/{r2} results, expected {expected}")
+    return {
+        "native_pps": round(n / one_s),
+        "native_batch_pps": round(n / batch_s),
+        "native_ratio_to_python": round(n / batch_s / py_pps, 1),
     }
 
 
@@ -195,12 +225,25 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{'program':<8} {'K':>4} {'agg packets/s':>14} {'elements/s':>12} "
         f"{'results/s':>10} {'forwarding/s':>13} {'ratio':>7}"
+        f" {'native/s':>10} {'native batch/s':>15} {'native/python':>14}"
     )
     for r in rows:
+        native = (
+            f" {r['native_pps']:>10,} {r['native_batch_pps']:>15,} "
+            f"{r['native_ratio_to_python']:>13.1f}x"
+            if "native_pps" in r
+            else "  native engine not available"
+        )
         print(
             f"{r['program']:<8} {r['k']:>4} {r['aggregation_pps']:>14,} {r['elements_per_s']:>12,} "
             f"{r['results_per_s']:>10,} {r['forwarding_pps']:>13,} {r['ratio_to_forwarding']:>7.3f}"
+            + native
         )
+    print(
+        "(python columns: the interpreter, one process() call per packet; native/s: the native"
+        " engine, one call per packet; native batch/s: process_batch over the whole stream;"
+        " native/python: batch over the interpreter, same run)"
+    )
     return 0
 
 

@@ -26,6 +26,11 @@ from pathlib import Path
 from p4reduce.switch.interp.load import load_pipeline
 from p4reduce.switch.interp.matches import Exact, Lpm
 from p4reduce.switch.interp.switch import V1Switch
+from p4reduce.switch.native.select import make_switch
+
+# BMv2's own published figure for simple_switch running its simple router with an optimised
+# build (behavioral-model's performance notes): printed as a reference, not measured here.
+BMV2_SIMPLE_ROUTER_PPS = 80_000
 
 HERE = Path(__file__).resolve().parent
 REGISTERS = 64
@@ -52,6 +57,7 @@ def ipv4_packet(dst: int, payload: int = 64) -> bytes:
 
 def router() -> tuple[V1Switch, bytes, Callable[[bytes], object]]:
     sw = V1Switch(load_pipeline(HERE / "programs" / "ipv4_lpm.p4"))
+    _SOURCES[id(sw.pipeline)] = HERE / "programs" / "ipv4_lpm.p4"
     tables = sw.pipeline.tables
     rng = random.Random(1)
     lpm = tables["ingress.ipv4_lpm"]
@@ -111,13 +117,51 @@ V1Switch(P(), V(), I(), E(), C(), D()) main;
 
 
 def registers() -> tuple[V1Switch, bytes, Callable[[bytes], object]]:
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "registers64.p4"
-        path.write_text(register_program())
-        sw = V1Switch(load_pipeline(path))
+    tmp = Path(tempfile.mkdtemp(prefix="p4reduce-bench-"))
+    path = tmp / "registers64.p4"
+    path.write_text(register_program())
+    sw = V1Switch(load_pipeline(path))
+    _SOURCES[id(sw.pipeline)] = path
     packet = struct.pack(f"!I{REGISTERS}I", 5, *range(REGISTERS))
     fmt = struct.Struct(f"!I{REGISTERS}I")
     return sw, packet, fmt.unpack_from
+
+
+def native_rates(sw: V1Switch, packet: bytes, packets: int, repeat: int) -> dict[str, object]:
+    """The same program on the native engine, built from the same pipeline's program text.
+
+    The Python switch's pipeline is rebuilt for the native engine (it takes over the control
+    plane objects it is given), with the same entries copied over.
+    """
+    pipeline = sw.pipeline
+    nsw = make_switch(_rebuild(pipeline), "native", notice=None)
+    if nsw.engine != "native":
+        return {"native_pps": None, "native_batch_pps": None}
+    fresh = V1Switch(_rebuild(pipeline))  # the interpreter from the same state, to compare
+    for name, t in pipeline.tables.items():
+        for target in (nsw, fresh):
+            nt = target.pipeline.tables[name]
+            for e in t.entries:
+                if not e.is_const:
+                    nt.add_entry(list(e.matches), e.action, list(e.args), e.priority or None)
+    if nsw.process(1, packet) != fresh.process(1, packet):
+        raise SystemExit("the native engine disagrees with the interpreter on the bench packet")
+    one = rate(lambda: nsw.process(1, packet), packets, repeat)
+    batch = [(1, packet)] * 1000
+    rates = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(max(packets // 1000, 1)):
+            nsw.process_batch(batch)
+        rates.append(max(packets // 1000, 1) * 1000 / (time.perf_counter() - t0))
+    return {"native_pps": round(one), "native_batch_pps": round(statistics.median(rates))}
+
+
+_SOURCES: dict[int, Path] = {}
+
+
+def _rebuild(pipeline: object) -> object:
+    return load_pipeline(_SOURCES[id(pipeline)])
 
 
 def rate(fn: Callable[[], object], packets: int, repeat: int) -> float:
@@ -148,7 +192,9 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         pps = rate(lambda sw=sw, packet=packet: sw.process(1, packet), args.packets, args.repeat)
         base = rate(lambda parse=parse, packet=packet: parse(packet), args.packets * 5, args.repeat)
+        native = native_rates(sw, packet, args.packets, args.repeat)
         results[name] = {
+            **native,
             "pps": round(pps),
             "baseline_struct_parse_pps": round(base),
             "ratio_to_baseline": round(pps / base, 4),
@@ -158,12 +204,27 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
-    print(f"{'program':<22} {'packets/s':>10} {'struct parse/s':>15} {'ratio':>8} {'target':>8}")
+    print(
+        f"{'program':<22} {'packets/s':>10} {'struct parse/s':>15} {'ratio':>8} {'target':>8}"
+        f" {'native/s':>10} {'native batch/s':>15} {'native/python':>14}"
+    )
     for name, r in results.items():
+        if r["native_pps"] is None:
+            native = "  native engine not available"
+        else:
+            native = (
+                f" {r['native_pps']:>10,} {r['native_batch_pps']:>15,} "
+                f"{r['native_batch_pps'] / r['pps']:>13.1f}x"
+            )
         print(
             f"{name:<22} {r['pps']:>10,} {r['baseline_struct_parse_pps']:>15,} "
-            f"{r['ratio_to_baseline']:>8.4f} {r['target_pps']:>8,}{'' if r['meets_target'] else '  (below target)'}"
+            f"{r['ratio_to_baseline']:>8.4f} {r['target_pps']:>8,}"
+            f"{'' if r['meets_target'] else '  (below target)'}{native}"
         )
+    print(
+        f"reference: BMv2 simple_switch, simple router, optimised build: about "
+        f"{BMV2_SIMPLE_ROUTER_PPS:,} packets/s (published figure, not measured here)"
+    )
     return 0
 
 

@@ -34,6 +34,8 @@ def check_bmv2(checked: CheckedProgram, runtime_divmod: bool = False) -> None:
     _extern_functions(checked, user_decls)
     if not runtime_divmod:
         _division_at_compile_time(user_decls)
+    _register_types(user_decls)
+    _v1model_version(checked)
 
 
 def is_library(d: A.Node) -> bool:
@@ -73,9 +75,9 @@ def _package_types(checked: CheckedProgram) -> None:
             raise CompileError(p.pos, f"{t}: expected type to be a struct")
         for ft in t.fields.values():
             b = T.strip_newtype(ft)
-            ok = isinstance(b, T.StackT) or (
-                isinstance(b, T.StructT) and b.kind in ("header", "header_union")
-            )
+            if isinstance(b, T.StackT):  # a header stack, not an array of other values
+                b = T.strip_newtype(b.elem)
+            ok = isinstance(b, T.StructT) and b.kind in ("header", "header_union")
             if not ok:
                 raise CompileError(
                     p.pos, f"{p.name}: the type should be a struct of headers, stacks, or unions"
@@ -289,3 +291,38 @@ def _type_text(t: A.TypeRef) -> str:
     if isinstance(t, A.NamedType):
         return ("." if t.dot else "") + t.name
     return "type"
+
+
+# The versions of v1model.p4 that p4c's BMv2 back end knows (V1MODEL_VERSION).
+KNOWN_V1MODEL_VERSIONS = (20180101, 20200408)
+
+
+def _register_types(user_decls: list[A.Node]) -> None:
+    """BMv2 registers hold bit<W> or int<W> cells (p4c: registers with other types are not
+    supported), so register<struct>.read cannot fill a struct."""
+    for node in iter_nodes(user_decls):
+        t = getattr(node, "inst_type", None)
+        if not (isinstance(node, A.Instance) and isinstance(t, T.ExternT) and t.name == "register"):
+            continue
+        cell = t.args.get("T")
+        base = T.strip_newtype(cell) if cell is not None else None
+        if isinstance(base, T.EnumT) and base.underlying is not None:
+            continue
+        if base is not None and not isinstance(base, (T.Bits, T.TypeVar)):
+            raise CompileError(
+                node.pos,
+                f"{node.name}: registers with types other than bit<> or int<> are not "
+                f"supported by BMv2 (register<{cell}>)",
+            )
+
+
+def _v1model_version(checked: CheckedProgram) -> None:
+    sym = checked.scope.names.get("__v1model_version")
+    if sym is None or sym.kind != "const":
+        return
+    if sym.value not in KNOWN_V1MODEL_VERSIONS:
+        known = " and ".join(str(v) for v in KNOWN_V1MODEL_VERSIONS)
+        raise CompileError(
+            sym.pos,
+            f"V1MODEL_VERSION {sym.value}: not a version of v1model.p4 (known: {known})",
+        )

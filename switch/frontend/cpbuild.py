@@ -156,13 +156,17 @@ class ModelBuilder:
             locals_ = decl.locals
         else:
             return
-        tables = [d for d in locals_ if isinstance(d, A.TableDecl)]
+        # p4c's front end removes tables and parser/control instances nothing refers to
+        # (RemoveUnusedDeclarations: "Table t is not used; removing"), so P4Info lacks them;
+        # extern instances stay even when unused.
+        used = referenced_decls(decl)
+        tables = [d for d in locals_ if isinstance(d, A.TableDecl) and id(d) in used]
         for d in locals_:
             if isinstance(d, A.Instance):
                 t = getattr(d, "inst_type", None)
                 if isinstance(t, T.ExternT):
                     self.extern_instance(d, t, prefix)
-                elif isinstance(t, T.BlockT):
+                elif isinstance(t, T.BlockT) and id(d) in used:
                     self.block(t.decl, qualify(prefix, d))
             elif isinstance(d, A.ValueSetDecl):
                 self.value_set(d, prefix)
@@ -585,6 +589,20 @@ def check_action_names(program: A.Program) -> None:
             for local in d.locals:
                 if isinstance(local, A.ActionDecl):
                     visit(local, d.name)
+
+
+def referenced_decls(decl: Any) -> set[int]:
+    """ids of the declarations named anywhere in a control's or parser's body, actions,
+    states and local instances' arguments (what p4c counts as used)."""
+    roots: list[Any] = [d for d in decl.locals if not isinstance(d, A.TableDecl)]
+    roots += [d.properties for d in decl.locals if isinstance(d, A.TableDecl)]
+    roots.append(decl.body if isinstance(decl, A.ControlDecl) else decl.states)
+    used: set[int] = set()
+    for node in iter_nodes(roots):
+        sym = getattr(node, "sym", None) if isinstance(node, A.Name) else None
+        if sym is not None and sym.decl is not None:
+            used.add(id(sym.decl))
+    return used
 
 
 def iter_nodes(roots: list[Any]):

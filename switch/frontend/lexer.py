@@ -34,7 +34,7 @@ _TOKEN_RE = re.compile(
   | (?P<num>(?:\d+[ws])?(?:0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|0[dD][0-9_]+|\d[0-9_]*)(?![A-Za-z0-9_]))
   | (?P<badnum>\d[0-9A-Za-z_]*)
   | (?P<id>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<str>"(?:[^"\\\n]|\\.)*")
+  | (?P<str>"(?:[^"\\]|\\.)*")
   | (?P<badstr>")
   | (?P<punct>\|\+\|=|\|-\|=|<<=|\+=|-=|\*=|/=|%=|&=|\|=|\^=|&&&|\|\+\||\|-\||\.\.|\+\+|<<|<=|>=|==|!=|&&|\|\||[-+*/%&|^~!?:;,.=(){}\[\]<>@])
     """,
@@ -44,7 +44,7 @@ _TOKEN_RE = re.compile(
 
 @dataclass(slots=True)
 class Token:
-    kind: str  # 'id', 'kw', 'num', 'str', 'punct', 'eof'
+    kind: str  # 'id', 'kw', 'num', 'str', 'punct', 'pragma', 'bad' (no P4 token), 'eof'
     text: str
     pos: SourcePos
     tight: bool = False  # for '>': the next token follows with no space in between
@@ -88,8 +88,11 @@ def tokenize(text: str, default_file: str) -> list[Token]:
     while pos < n:
         m = match(text, pos)
         if m is None:
-            ch = text[pos]
-            raise CompileError(SourcePos(file, line), f"unexpected character {ch!r}")
+            # p4c lexes a character P4 has no token for as UNEXPECTED_TOKEN, which only an
+            # annotation body may hold; the parser reports it anywhere else.
+            tokens.append(Token("bad", text[pos], SourcePos(file, line)))
+            pos += 1
+            continue
         kind = m.lastgroup
         end = m.end()
         if kind == "ws":
@@ -134,6 +137,7 @@ def tokenize(text: str, default_file: str) -> list[Token]:
                 tok = Token("num", t, spos, value=parse_int_literal(t, spos))
             elif kind == "str":
                 tok = Token("str", t, spos)
+                line += t.count("\n")  # p4c's string literals may span lines
             else:
                 tok = Token("punct", t, spos)
                 if t == ">" and end < n and text[end] in "<>=":

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2, p4types_pb2
 
+from .annoexpr import fold_annotation_expression
 from .cpmodel import (
     Annotations,
     ControlPlaneModel,
@@ -325,12 +326,17 @@ def _split_top_level(text: str, separator: str = ",") -> list[str]:
 
 
 def _structured_expression(text: str, out: p4types_pb2.Expression) -> None:
-    if text.startswith('"'):
-        out.string_value = _string_literal(text)
-    elif text in ("true", "false"):
-        out.bool_value = text == "true"
+    """A structured annotation's element, constant-folded as p4c does (``1==2`` is false,
+    ``5+6`` is 11); an element that is not a compile-time literal expression keeps its text."""
+    value = fold_annotation_expression(text)
+    if isinstance(value, bool):
+        out.bool_value = value
+    elif isinstance(value, int):
+        out.int64_value = value
+    elif isinstance(value, str):
+        out.string_value = value
     else:
-        out.int64_value = _int_literal(text)
+        out.string_value = text
 
 
 def _structured(anno: _Annotation, out: p4types_pb2.StructuredAnnotation) -> None:

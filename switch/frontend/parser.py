@@ -77,6 +77,8 @@ class Parser:
 
     def error(self, expecting: str, tok: Token | None = None) -> CompileError:
         tok = tok or self.tok
+        if tok.kind == "bad":
+            return CompileError(tok.pos, f"unexpected character {tok.text!r}")
         found = "end of file" if tok.kind == "eof" else repr(tok.text)
         return CompileError(tok.pos, f"syntax error, unexpected {found}, expecting {expecting}")
 

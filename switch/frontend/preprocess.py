@@ -189,6 +189,11 @@ class _Preprocessor(pcpp.Preprocessor):
         space = ""  # whitespace seen since the last token
         prev: Any = None
         whitespace = self.t_WS
+        # cpp in assembler-with-cpp mode (p4c's mode) passes a '"' with no closing quote on its
+        # line through as a lone character, lexing the following lines normally; P4's lexer
+        # then reads a string literal that spans lines (PINS' @entry_restriction("...")).
+        # While such a quote is open, no marker may be written: it would land in the string.
+        open_quote: Any = None
         for tok in iter(self.token, None):
             value = str(tok.value)
             if tok.type in whitespace or value in _EXTRA_SPACE:
@@ -197,9 +202,14 @@ class _Preprocessor(pcpp.Preprocessor):
                 space = "" if "\n" in value else space + value.translate(_TO_SPACE)
                 continue
             if tok.type == "CPP_DQUOTE":
-                raise CompileError(self._pos(tok), 'missing terminating " character')
+                open_quote = None if open_quote is not None else tok
             file, line = self._map(tok.source, tok.lineno)
-            if file != cur_file or line < cur_line or line - cur_line > _MAX_BLANK_FILL:
+            in_string = open_quote is not None and open_quote is not tok
+            if in_string and file == cur_file and line >= cur_line:
+                if line > cur_line:
+                    out.append("\n" * (line - cur_line))
+                    cur_line, at_line_start = line, True
+            elif file != cur_file or line < cur_line or line - cur_line > _MAX_BLANK_FILL:
                 if not at_line_start:
                     out.append("\n")
                 out.append(f"#line {line} {quote_path(file)}\n")
@@ -214,6 +224,8 @@ class _Preprocessor(pcpp.Preprocessor):
             out.append(value)
             at_line_start, space, prev = False, "", tok
             self._last_token_pos = (file, line)
+        if open_quote is not None:
+            raise CompileError(self._pos(open_quote), 'missing terminating " character')
         if not at_line_start:
             out.append("\n")
         return "".join(out)

@@ -104,7 +104,8 @@ class Env:
                 return ConstBinding(sym.value, sym.type, expr)
         if default is not MISSING:
             return default
-        raise CodegenError(e.pos, f"{e.name}: not available at run time")
+        what = e.name if isinstance(e, A.Name) else type(e).__name__
+        raise CodegenError(e.pos, f"{what}: not available at run time")
 
 
 @dataclass

@@ -597,7 +597,7 @@ class ProgramBuilder(ExprGen, StmtGen, ExternCallGen, ParserGen, TableGen):
                     self.em.line(f"S[{h.valid}] = False")
             else:
                 vals = self.value_as(a.value, pt)
-                self.em.line(f"{', '.join(mine)} = {', '.join(vals)}")
+                self.em.parallel(mine, vals)
             if p.direction in ("out", "inout"):
                 copy_out.append((self.targets(self.ref(a.value)), mine))
         if not copy_out:
@@ -608,7 +608,7 @@ class ProgramBuilder(ExprGen, StmtGen, ExternCallGen, ParserGen, TableGen):
         self.em.line("finally:")
         with self.em.indent():
             for dst, src in copy_out:
-                self.em.line(f"{', '.join(dst)} = {', '.join(src)}")
+                self.em.parallel(dst, src)
 
     def action_run_id(self, apply_call: A.Expr, label: str) -> str:
         b = self.env.lookup(apply_call.func.expr)

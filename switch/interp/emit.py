@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 
@@ -16,6 +16,11 @@ class Emitter:
 
     def line(self, text: str) -> None:
         self.lines.append("    " * self.level + text)
+
+    def parallel(self, targets: list[str], values: list[str]) -> None:
+        """``a, b = x, y``; nothing for a value without slots (an empty struct, ``{}``)."""
+        if targets:
+            self.line(f"{', '.join(targets)} = {', '.join(values)}")
 
     @contextmanager
     def indent(self) -> Iterator[None]:
@@ -35,3 +40,8 @@ class Emitter:
     def source(self, header: str) -> str:
         body = self.lines or ["    pass"]
         return header + "\n" + "\n".join(body) + "\n"
+
+
+def tuple_code(items: Iterable[str]) -> str:
+    """A Python tuple display of ``items``; ``()`` when there are none (an empty struct)."""
+    return "(" + "".join(f"{item}, " for item in items) + ")"

@@ -20,6 +20,7 @@ from typing import Any
 from ..frontend import ast as A
 from ..frontend import types as T
 from ..frontend.checker import Checker, TypeValue
+from .emit import tuple_code
 from .layout import (
     HeaderL,
     Layout,
@@ -274,10 +275,10 @@ class ExprGen:
             tmp = self.em.temp("m")
             self.em.line(f"if {cond}:")
             with self.em.indent():
-                self.em.line(f"{tmp} = ({', '.join(self.value_as(e.then, t))},)")
+                self.em.line(f"{tmp} = {tuple_code(self.value_as(e.then, t))}")
             self.em.line("else:")
             with self.em.indent():
-                self.em.line(f"{tmp} = ({', '.join(self.value_as(e.other, t))},)")
+                self.em.line(f"{tmp} = {tuple_code(self.value_as(e.other, t))}")
             return [f"{tmp}[{i}]" for i in range(n)]
         if isinstance(e, A.Cast):
             return self.agg(e.expr, t)

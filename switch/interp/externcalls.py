@@ -11,6 +11,7 @@ from typing import Any
 
 from ..frontend import ast as A
 from ..frontend import types as T
+from .emit import tuple_code
 from .exprs import CodegenError, Ref, bits_of, mask, wrap_code
 from .externs import Register
 from .layout import HeaderL, Scalar, StackL, StructL, UnionL, is_aggregate, leaf_types
@@ -164,7 +165,7 @@ class ExternCallGen:
             shift -= w
             leaves.append(self.from_bits(f"(({v} >> {shift}) & {mask(w)})", lt))
         tmp = em.temp("l")
-        em.line(f"{tmp} = ({', '.join(leaves)},)")
+        em.line(f"{tmp} = {tuple_code(leaves)}")
         return tmp
 
     def m_packet_in_advance(self, e: A.Call, obj: Any) -> str:
@@ -504,7 +505,7 @@ class ExternCallGen:
         t = self.ty(bound if bound is not None and not isinstance(bound, T.TypeVar) else data.type)
         leaves = self.value_as(data, t)
         name = self.const_name(getattr(T.strip_newtype(t), "name", "digest"), "dg")
-        self.em.line(f"P.digests.append(({name}, ({', '.join(leaves)},)))")
+        self.em.line(f"P.digests.append(({name}, {tuple_code(leaves)}))")
         return ""
 
     # ------------------------------------------------------------------ misc
@@ -535,7 +536,7 @@ class ExternCallGen:
         values = "()"
         if data is not None:
             leaves = self.value_as(data, self.ty(data.type))
-            values = f"({', '.join(leaves)},)"
+            values = f"{tuple_code(leaves)}"
         self.em.line(f"LOG_MSG({msg}, {values})")
         return ""
 

@@ -12,7 +12,7 @@ from typing import Any
 from ..frontend import ast as A
 from ..frontend import types as T
 from .bindings import ValueSetB
-from .emit import Emitter
+from .emit import Emitter, tuple_code
 from .exprs import bits_of, mask
 
 
@@ -83,7 +83,7 @@ class ParserGen:
         if isinstance(ks, A.Name):
             b = self.env.lookup(ks, None) or self.env.get_named(f"value_set:{ks.name}")
             if isinstance(b, ValueSetB):
-                return f"{b.name}.match(({', '.join(self.key_bits(k, e) for k, e in zip(keys, exprs, strict=True))},))"
+                return f"{b.name}.match({tuple_code(self.key_bits(k, e) for k, e in zip(keys, exprs, strict=True))})"
         if isinstance(ks, A.ListExpr) and len(keys) > 1:
             parts = [
                 self.one_key_cond(item, k, e)

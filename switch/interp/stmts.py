@@ -12,6 +12,7 @@ from typing import Any
 
 from ..frontend import ast as A
 from ..frontend import types as T
+from .emit import tuple_code
 from .exprs import CodegenError, ConstBinding, Ref, mask, wrap_code
 from .layout import HeaderL, Layout, PyLocal, StackL, StructL, UnionL, is_aggregate
 
@@ -56,7 +57,7 @@ class StmtGen:
             return
         t = self.return_type
         if is_aggregate(t):
-            self.em.line(f"return ({', '.join(self.agg(s.value, t))},)")
+            self.em.line(f"return {tuple_code(self.agg(s.value, t))}")
         else:
             self.em.line(f"return {self.val(s.value)}")
 
@@ -183,9 +184,7 @@ class StmtGen:
             assert isinstance(src, StackL)
             for elem in src.elems:
                 dst = lay.slots()
-                self.em.line(
-                    f"{', '.join(f'S[{d}]' for d in dst)} = {', '.join(f'S[{x}]' for x in elem.slots())}"
-                )
+                self.em.parallel([f"S[{d}]" for d in dst], [f"S[{x}]" for x in elem.slots()])
                 self.stmt(s.body)  # unrolled: stacks are small and fixed-size
             return
         raise CodegenError(s.pos, "for-in over this collection is not supported")
@@ -337,7 +336,7 @@ class StmtGen:
             self.em.line(f"S[{lay.next_index}] = max(S[{lay.next_index}] - {count}, 0)")
 
     def copy_slots(self, dst: list[int], src: list[int]) -> None:
-        self.em.line(f"{', '.join(f'S[{d}]' for d in dst)} = {', '.join(f'S[{s}]' for s in src)}")
+        self.em.parallel([f"S[{d}]" for d in dst], [f"S[{s}]" for s in src])
 
     # ------------------------------------------------------------------ actions and functions
     def invoke(self, e: A.Call, decl: Any, kind: str, want_value: bool = False) -> str:
@@ -368,7 +367,7 @@ class StmtGen:
                 else:
                     copy_out.append((self.targets(self.ref(value)), mine))
         for dst, vals in copy_in:
-            self.em.line(f"{', '.join(dst)} = {', '.join(vals)}")
+            self.em.parallel(dst, vals)
         call = f"{info.fn}(S, P{''.join(', ' + a for a in pyargs)})"
         if not copy_out:
             return call
@@ -383,7 +382,7 @@ class StmtGen:
                 if isinstance(dst, tuple):  # a slice argument
                     self.slice_store(*dst, src[0])
                 else:
-                    self.em.line(f"{', '.join(dst)} = {', '.join(src)}")
+                    self.em.parallel(dst, src)
         return tmp
 
     def arg_value(self, p: A.Param, lay: Layout, arg: A.Argument | None) -> list[str]:

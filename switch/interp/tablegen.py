@@ -76,7 +76,7 @@ class TableGen:
         )
         self.tables[name] = table
         if "implementation" in props:
-            b = self.env.lookup(props["implementation"].value)
+            b = self.implementation(props["implementation"], name)
             if isinstance(b, ExternB) and isinstance(b.obj, ActionProfile):
                 table.profile = b.obj
                 b.obj.tables.append(table)
@@ -84,7 +84,15 @@ class TableGen:
                     table.selector_fn = _Late(self.ns, self.gen_selector_fn(name, selector_keys))
         for pname in ("counters", "meters"):
             if pname in props:
-                b = self.env.lookup(props[pname].value)
+                value = props[pname].value
+                if not isinstance(value, A.Name):
+                    raise CodegenError(
+                        value.pos,
+                        f"{name}: '{pname}' constructed in the table property is not supported "
+                        "by this switch; declare the direct_counter/direct_meter as an instance "
+                        "and name it here",
+                    )
+                b = self.env.lookup(value)
                 if isinstance(b, ExternB) and isinstance(b.obj, DirectCounterB):
                     table.direct_counter = b.obj.name
                     self.direct_counters[b.obj.name] = table
@@ -106,6 +114,16 @@ class TableGen:
                     prio = -(_priority_annotation(entry) or i + 1)
                 table.add_entry(matches, aname, aargs, prio, is_const=props["entries"].is_const)
         return table
+
+    def implementation(self, prop: A.TableProperty, table: str) -> Any:
+        """The binding of ``implementation = ap`` or of a profile constructed in place
+        (``implementation = action_profile(64)``), which p4c names after the property."""
+        value = prop.value
+        if isinstance(value, A.Call) and isinstance(value.type, T.ExternT):
+            pname = (name_annotation(prop.annotations) or f"{table}.implementation").lstrip(".")
+            inst = A.Instance(value.pos, pname, None, value.args)
+            return self.make_extern(inst, value.type, pname)
+        return self.env.lookup(value)
 
     def key_width(self, e: A.Expr) -> int:
         t = T.strip_newtype(self.ty(e.type))

@@ -38,16 +38,20 @@ class Device:
         cpu_port: int | None = None,
         transmit: Transmit | None = None,
         clock: Callable[[], int] | None = None,
+        engine: str = "auto",
     ) -> None:
         """``cpu_port``: BMv2's ``--cpu-port`` (1..510), None for no packet I/O with the
         controller. ``clock``: microseconds for the switch (default: since the pipeline
-        was built)."""
+        was built). ``engine``: the data-plane engine of every pipeline loaded ("auto" and
+        "native": generated C where the program and the machine allow, else the
+        interpreter, said in one line; "python": the interpreter)."""
         if cpu_port is not None and not 0 < cpu_port < 511:
             raise ValueError(f"cpu_port must be in 1..510, got {cpu_port}")
         self.device_id = device_id
         self.cpu_port = cpu_port
         self.transmit = transmit
         self.clock = clock
+        self.engine = engine
         self.lock = threading.RLock()
         self.state: PipelineState | None = None
         self.saved: PipelineState | None = None  # VERIFY_AND_SAVE, waiting for COMMIT
@@ -84,8 +88,26 @@ class Device:
     def trace(self, on: bool) -> None:
         with self.lock:
             self._trace = on
-            if self.state is not None:
-                self.state.switch.trace = on
+            state = self.state
+            if state is not None and on and getattr(state.switch, "engine", "") == "native":
+                # the native engine does not trace: move the pipeline, with its entries,
+                # registers, counters and PRE, to the interpreter (as RECONCILE_AND_COMMIT)
+                from .pipeline_config import reconcile
+
+                config = p4runtime_pb2.ForwardingPipelineConfig(
+                    p4_device_config=state.device_config
+                )
+                config.p4info.CopyFrom(state.p4info)
+                if state.cookie is not None:
+                    config.cookie.cookie = state.cookie
+                new = build_state(config, self.clock, "python", True)
+                reconcile(state, new)
+                pre = new.switch.pre
+                if getattr(pre, "_native", None) is not None:
+                    pre._native = None  # the PRE now serves the interpreter only
+                self.state = state = new
+            if state is not None:
+                state.switch.trace = on
 
     def install(self, state: PipelineState) -> None:
         """Make ``state`` the running pipeline (the old one and its state are dropped)."""
@@ -108,7 +130,7 @@ class Device:
             config.p4info.CopyFrom(p4info)
         if cookie is not None:
             config.cookie.cookie = cookie
-        self.install(build_state(config, self.clock))
+        self.install(build_state(config, self.clock, self.engine, self._trace))
 
     def load_file(self, json_path: str | Path, p4info_path: str | Path | None = None) -> None:
         """``load`` from a ``p4reduce-p4c -o`` JSON file and optionally a text P4Info file."""

@@ -27,7 +27,12 @@ def write(state: PipelineState, update_type: int, msg: Any) -> None:
         raise invalid(f"{owner}: no data given")
     kind, width, signed = p4data.scalar_spec(info.type_spec, state.schema.type_info)
     value = p4data.decode_scalar(msg.data, kind, width, signed, owner)
-    for i in indexes(msg, reg.size, owner):
+    targets = list(indexes(msg, reg.size, owner))
+    fill = getattr(reg, "cp_fill", None)  # the native engine's: one call for many cells
+    if fill is not None:
+        fill(targets, value)
+        return
+    for i in targets:
         reg.cp_write(i, value)
 
 

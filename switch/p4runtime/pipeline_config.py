@@ -24,8 +24,8 @@ from p4.v1 import p4runtime_pb2
 from ..frontend.errors import CompileError
 from ..interp.externs import ExternError
 from ..interp.load import load_compiled
-from ..interp.switch import V1Switch
 from ..interp.tables import TableError
+from ..native.select import make_switch
 from .entity_digests import DigestEngine
 from .errors import failed_precondition, invalid
 from .schema import Schema
@@ -53,8 +53,17 @@ def parse_device_config(data: bytes) -> Any:
         raise invalid(f"p4_device_config: {type(exc).__name__}: {exc}") from None
 
 
-def build_state(config: Any, clock: Callable[[], int] | None = None) -> PipelineState:
-    """Verify a ForwardingPipelineConfig and build (but do not install) its pipeline."""
+def build_state(
+    config: Any,
+    clock: Callable[[], int] | None = None,
+    engine: str = "auto",
+    trace: bool = False,
+) -> PipelineState:
+    """Verify a ForwardingPipelineConfig and build (but do not install) its pipeline.
+
+    ``engine``: "auto"/"native" (generated C, falling back to the interpreter with one line
+    when the program or the machine cannot run it) or "python"; tracing needs the interpreter.
+    """
     device_config = bytes(config.p4_device_config)
     doc, pipeline = parse_device_config(device_config)
     p4info = p4info_pb2.P4Info()
@@ -71,7 +80,7 @@ def build_state(config: Any, clock: Callable[[], int] | None = None) -> Pipeline
     schema = Schema(p4info)
     schema.check_pipeline(pipeline)
     state = PipelineState(
-        switch=V1Switch(pipeline, clock=clock),
+        switch=make_switch(pipeline, engine, clock=clock, trace=trace),
         schema=schema,
         p4info=p4info,
         device_config=device_config,
@@ -207,7 +216,8 @@ def set_forwarding_pipeline_config(device: Any, request: Any) -> None:
         raise invalid(f"unsupported action {action}")
     if not request.HasField("config"):
         raise invalid("no config given")
-    new = build_state(request.config, device.clock)
+    engine = "python" if action == Req.VERIFY else getattr(device, "engine", "auto")
+    new = build_state(request.config, device.clock, engine, getattr(device, "trace", False))
     if action == Req.VERIFY:
         return
     with device.lock:

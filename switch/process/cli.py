@@ -89,6 +89,14 @@ def _parser() -> argparse.ArgumentParser:
         help="port for packet-in/packet-out with the controller (1..510)",
     )
     p.add_argument(
+        "--engine",
+        choices=("native", "python"),
+        default="native",
+        help="the data-plane engine: native (generated C, the default; falls back to python "
+        "with one line when the program or the machine cannot run it) or python (the "
+        "interpreter; also used with --log-level trace)",
+    )
+    p.add_argument(
         "--log-level",
         default="info",
         choices=["trace", "debug", "info", "warn", "error", "off"],
@@ -134,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         specs = [parse_port_spec(s) for s in args.ports]
         listen = parse_host_port(args.udp_listen, what="--udp-listen", allow_port_zero=True)
-        device = Device(args.device_id, args.cpu_port)
+        device = Device(args.device_id, args.cpu_port, engine=args.engine)
     except ValueError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 1

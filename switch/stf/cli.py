@@ -67,6 +67,14 @@ def _parser() -> argparse.ArgumentParser:
         "expression at compilation time')",
     )
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    p.add_argument(
+        "--engine",
+        choices=("native", "python"),
+        default="native",
+        help="the data-plane engine: native (generated C, the default; falls back to python "
+        "with one line when the program or the machine cannot run it) or python (the "
+        "interpreter; also used with -v)",
+    )
     return p
 
 
@@ -119,7 +127,13 @@ def _main(argv: list[str] | None) -> int:
     except CodegenError as e:
         print(str(e), file=sys.stderr)
         return 2
-    runner = StfRunner(pipeline, str(stf), trace=args.verbose)
+    runner = StfRunner(
+        pipeline,
+        str(stf),
+        trace=args.verbose,
+        engine=args.engine,
+        notice=lambda line: print(f"{PROG}: {line}", file=sys.stderr),
+    )
     try:
         outcome = runner.run(commands)
     except StfRunError as e:

@@ -9,6 +9,7 @@ lines; the counts must match (REFERENCE.md section 4.3).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,6 @@ from ..interp.builder import Pipeline
 from ..interp.externs import ExternError
 from ..interp.pre import PreError
 from ..interp.runtime import P4RuntimeFault
-from ..interp.switch import V1Switch
 from ..interp.tables import TableError, matches_for_wildcard
 from .compare import format_mismatch, packet_matches
 from .parser import Add, CheckCounter, CliCommand, Command, Expect, Ignored, Packet, SetDefault
@@ -51,11 +51,23 @@ class VirtualClock:
 
 
 class StfRunner:
-    def __init__(self, pipeline: Pipeline, filename: str, trace: bool = False) -> None:
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        filename: str,
+        trace: bool = False,
+        engine: str = "auto",
+        notice: Callable[[str], None] | None = None,
+    ) -> None:
+        from ..native.select import make_switch
+
         self.pipeline = pipeline
         self.filename = filename
         self.clock = VirtualClock()
-        self.switch = V1Switch(pipeline, clock=self.clock, trace=trace)
+        # native by default; a program the native engine refuses runs on the interpreter
+        self.switch: Any = make_switch(
+            pipeline, engine, clock=self.clock, trace=trace, notice=notice
+        )
         self.trace = trace
         self.expected: dict[int, list[Expect]] = {}
         self.received: dict[int, list[bytes]] = {}
@@ -257,7 +269,11 @@ def _rates(words: tuple[str, ...]) -> list[tuple[float, int]]:
 
 
 def load_and_run(
-    program: Path, stf: Path, options: CompileOptions | None = None, trace: bool = False
+    program: Path,
+    stf: Path,
+    options: CompileOptions | None = None,
+    trace: bool = False,
+    engine: str = "auto",
 ) -> tuple[StfRunner, StfOutcome]:
     """Compile ``program``, parse ``stf`` and run it (errors propagate to the caller)."""
     from ..interp.load import load_pipeline
@@ -265,5 +281,5 @@ def load_and_run(
 
     commands = parse_stf_file(stf)
     pipeline = load_pipeline(program, options)
-    runner = StfRunner(pipeline, str(stf), trace)
+    runner = StfRunner(pipeline, str(stf), trace, engine)
     return runner, runner.run(commands)

@@ -23,9 +23,11 @@ from pathlib import Path
 from p4reduce.switch.frontend.compiler import CompiledProgram, CompileOptions, compile_file
 from p4reduce.switch.interp.builder import Pipeline, build_pipeline
 from p4reduce.switch.interp.matches import Exact, Lpm
-from p4reduce.switch.interp.switch import V1Switch
+from p4reduce.switch.native.select import make_switch
 
 ROOT = Path(__file__).resolve().parents[2]
+# the engine every Fabric runs on: set per test by conftest.py's autouse fixture
+ENGINE = {"name": "python", "ran": set()}
 P4SRC = ROOT / "p4src"
 
 # ---------------------------------------------------------------- numbers of docs/protocol.md
@@ -425,7 +427,8 @@ class Fabric:
         self.k = k
         self.msg_type = PROGRAMS[program]
         self.pipeline: Pipeline = build_pipeline(c.checked, c.name, random.Random(seed))
-        self.switch = V1Switch(self.pipeline)
+        self.switch = make_switch(self.pipeline, ENGINE["name"], notice=None)
+        ENGINE["ran"].add(self.switch.engine)
         self.tables = self.pipeline.tables
         self.jobs: list[Job] = []
         # static config: the switch's own address, answered for ARP too

@@ -403,3 +403,26 @@ def test_two_thousand_lines_preprocess_quickly(tmp_path: Path) -> None:
     # About 0.1 s on a developer machine; the bound only catches a pathological slowdown on
     # slow CI machines without being flaky.
     assert elapsed < 2.0
+
+
+def test_a_string_literal_may_span_lines_as_in_cpp_assembler_mode(tmp_path: Path) -> None:
+    """A '"' with no closing quote on its line passes through (cpp -x assembler-with-cpp);
+    comments inside are removed, no line marker lands inside the string, and tokens after it
+    keep their lines even when the string holds more lines than a marker gap."""
+    from p4reduce.switch.frontend.lexer import tokenize
+
+    body = "".join(f"  // don't {i}\n" for i in range(12))
+    src = write(tmp_path / "m.p4", f'#define N 3\n@r("\n{body}  a -> b; N\n")\nafter;\n')
+    text = preprocess(src)
+    tokens = tokenize(text, str(src))
+    string = next(t for t in tokens if t.kind == "str")
+    assert string.pos.line == 2 and "#line" not in string.text and "don't" not in string.text
+    assert "a -> b; 3" in string.text
+    assert next(t for t in tokens if t.text == "after").pos.line == 17
+
+
+def test_an_unclosed_quote_is_reported_where_it_opens(tmp_path: Path) -> None:
+    src = write(tmp_path / "u.p4", 'a;\n@r("\nb;\nc;\n')
+    with pytest.raises(CompileError) as info:
+        preprocess(src)
+    assert info.value.pos == SourcePos(str(src), 2)

@@ -1,0 +1,234 @@
+"""Expressions of the interpreter's generated Python, as C expressions on ``uint64_t``.
+
+The native generator does not walk the P4 syntax tree a second time: it translates the
+Python the interpreter's builder generated from it (``Pipeline.source``), whose conventions
+docs/interpreter.md fixes. That code only ever holds unsigned values below 2^W for a W-bit
+field, and it brings every arithmetic result back into its type's range where it is produced
+(``(a + b) & 0xFFFF``). For W <= 64 that makes C's arithmetic modulo 2^64 give the same bits:
+masking commutes with it. What would not (signed values, widths over 64 bits, division,
+saturating operators, anything not recognised) is refused with ``Unsupported``.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any
+
+U64 = (1 << 64) - 1
+
+
+class Unsupported(Exception):
+    """A construct the native engine does not run (yet); the program stays on Python."""
+
+    def __init__(self, what: str, where: str = "") -> None:
+        super().__init__(f"{where}: {what}" if where else what)
+        self.what = what
+        self.where = where
+
+
+def const(v: int) -> str:
+    if v < 0 or v > U64:
+        raise Unsupported(f"the value {v} (signed or wider than 64 bits)")
+    return f"UINT64_C({v})" if v > 0x7FFFFFFF else str(v)
+
+
+def mask_width(m: int) -> int | None:
+    """W when ``m`` is 2^W - 1 (W >= 1), else None."""
+    if m > 0 and (m + 1) & m == 0:
+        return m.bit_length()
+    return None
+
+
+@dataclass
+class FnCtx:
+    """Per generated function: its locals and how a raised exception leaves the code."""
+
+    name: str
+    locals: dict[str, str] = field(default_factory=dict)  # name -> kind: u64 | view | bb
+    views: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (ptr, nbytes)
+    ends: dict[str, tuple[str, int]] = field(default_factory=dict)  # _e -> (_p, nbytes)
+    onexc: list[str] = field(default_factory=lambda: ["return _rc;"])
+
+
+class ExprTx:
+    """Mixin: the program's objects (``objects``) name tables, registers and functions."""
+
+    objects: Any
+    fn: FnCtx
+
+    # ------------------------------------------------------------------ entry
+    def expr(self, e: ast.expr) -> str:
+        m = getattr(self, "x_" + type(e).__name__, None)
+        if m is None:
+            raise Unsupported(f"Python expression {type(e).__name__}")
+        return m(e)
+
+    def raise_code(self) -> str:
+        return self.fn.onexc[-1]
+
+    # ------------------------------------------------------------------ leaves
+    def x_Constant(self, e: ast.Constant) -> str:
+        v = e.value
+        if v is True:
+            return "1"
+        if v is False or v is None:
+            return "0"
+        if isinstance(v, int):
+            return const(v)
+        if isinstance(v, str):
+            return const(self.objects.action_id(v))
+        raise Unsupported(f"the constant {v!r}")
+
+    def x_Name(self, e: ast.Name) -> str:
+        n = e.id
+        if n in self.fn.locals and self.fn.locals[n] == "u64":
+            return n
+        if n in self.objects.states:
+            return str(self.objects.states[n])
+        if n == "None":
+            return "0"
+        raise Unsupported(f"the name {n}")
+
+    def x_Subscript(self, e: ast.Subscript) -> str:
+        base = e.value
+        if isinstance(base, ast.Name) and base.id == "S":
+            return f"S[{self.slot(e.slice)}]"
+        if isinstance(base, ast.Name) and (r := self.objects.register_cells(base.id)) is not None:
+            return f"P->E->reg[{r}][{self.expr(e.slice)}]"
+        if isinstance(base, ast.Call) and isinstance(e.slice, ast.Constant):
+            res = self.apply_result(base)
+            if e.slice.value == 0:
+                return f"({res} & 1)"
+            if e.slice.value == 1:
+                return f"({res} >> 1)"
+        raise Unsupported("a subscript of " + ast.unparse(base))
+
+    def slot(self, s: ast.expr) -> int:
+        if isinstance(s, ast.Constant) and isinstance(s.value, int):
+            return s.value
+        raise Unsupported("a run-time storage index (header stack element)")
+
+    # ------------------------------------------------------------------ operators
+    def x_BinOp(self, e: ast.BinOp) -> str:
+        op = type(e.op)
+        if op is ast.BitAnd and isinstance(e.left, ast.BinOp) and isinstance(e.left.op, ast.Sub):
+            # (a - b) & mask: wraps like C's unsigned subtraction, then masked
+            if isinstance(e.right, ast.Constant):
+                a, b = self.expr(e.left.left), self.expr(e.left.right)
+                return f"(({a} - {b}) & {self.expr(e.right)})"
+        if op is ast.BitAnd and isinstance(e.left, ast.BinOp) and isinstance(e.left.op, ast.RShift):
+            view = self.view_of(e.left.left)
+            if view is not None and isinstance(e.right, ast.Constant):
+                return self.view_bits(view, e.left.right, e.right.value)
+        if op is ast.BitAnd and (view := self.view_of(e.left)) is not None:
+            if isinstance(e.right, ast.Constant):
+                return self.view_bits(view, ast.Constant(0), e.right.value)
+        a, b = self.expr(e.left), self.expr(e.right)
+        if op is ast.Add:
+            return f"({a} + {b})"
+        if op is ast.Mult:
+            return f"({a} * {b})"
+        if op is ast.BitAnd:
+            return f"({a} & {b})"
+        if op is ast.Mod:
+            return f"({a} % {self.divisor(e.right)})"
+        if op is ast.FloorDiv:
+            return f"({a} / {self.divisor(e.right)})"
+        if op is ast.BitOr:
+            return f"({a} | {b})"
+        if op is ast.BitXor:
+            return f"({a} ^ {b})"
+        if op is ast.LShift:
+            if isinstance(e.right, ast.Constant) and 0 <= e.right.value < 64:
+                return f"({a} << {b})"
+            return f"p4r_shl({a}, {b})"
+        if op is ast.RShift:
+            if isinstance(e.right, ast.Constant) and 0 <= e.right.value < 64:
+                return f"({a} >> {b})"
+            return f"p4r_shr({a}, {b})"
+        if op is ast.Sub:
+            raise Unsupported(f"signed arithmetic ({ast.unparse(e)})")
+        raise Unsupported(f"the operator {type(e.op).__name__} in {ast.unparse(e)}")
+
+    def x_UnaryOp(self, e: ast.UnaryOp) -> str:
+        if isinstance(e.op, ast.Not):
+            return f"(!{self.expr(e.operand)})"
+        raise Unsupported(f"the unary operator {type(e.op).__name__} (signed arithmetic)")
+
+    def x_BoolOp(self, e: ast.BoolOp) -> str:
+        op = " && " if isinstance(e.op, ast.And) else " || "
+        return "(" + op.join(f"({self.expr(v)} != 0)" for v in e.values) + ")"
+
+    def x_Compare(self, e: ast.Compare) -> str:
+        ops = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">"}
+        ops[ast.GtE] = ">="
+        ops[ast.IsNot] = "!="
+        ops[ast.Is] = "=="
+        parts = []
+        left = e.left
+        for op, right in zip(e.ops, e.comparators, strict=True):
+            sym = ops.get(type(op))
+            if sym is None:
+                raise Unsupported(f"the comparison {type(op).__name__}")
+            lhs = self.compare_operand(left)
+            rhs = self.compare_operand(right)
+            if lhs == "0" and sym == "<=":
+                parts.append("1")  # 0 <= unsigned: always true (avoids a compiler warning)
+            else:
+                parts.append(f"({lhs} {sym} {rhs})")
+            left = right
+        return "(" + " && ".join(parts) + ")"
+
+    def compare_operand(self, e: ast.expr) -> str:
+        if (
+            isinstance(e, ast.Call)
+            and isinstance(e.func, ast.Name)
+            and e.func.id == "len"
+            and ast.unparse(e) == "len(P.data)"
+        ):
+            return "(uint64_t)P->len"
+        return self.expr(e)
+
+    def x_IfExp(self, e: ast.IfExp) -> str:
+        # `x % m if m else base` (hash): the division only runs when m is not zero
+        guard = ast.unparse(e.test)
+        nonzero = getattr(self, "nonzero", set())
+        self.nonzero = nonzero | {guard}
+        try:
+            body = self.expr(e.body)
+        finally:
+            self.nonzero = nonzero
+        return f"(({self.expr(e.test)}) ? ({body}) : ({self.expr(e.orelse)}))"
+
+    def divisor(self, e: ast.expr) -> str:
+        """A divisor known not to be zero here (a constant, or guarded by the enclosing test)."""
+        if isinstance(e, ast.Constant) and isinstance(e.value, int) and e.value > 0:
+            return self.expr(e)
+        if ast.unparse(e) in getattr(self, "nonzero", set()):
+            return self.expr(e)
+        raise Unsupported(f"a division by {ast.unparse(e)}, which may be zero")
+
+    def x_Attribute(self, e: ast.Attribute) -> str:
+        if isinstance(e.value, ast.Name) and e.value.id == "P":
+            if e.attr == "pos":
+                return "(uint64_t)P->pos"
+            if e.attr == "length":
+                return "(uint64_t)P->length"
+        raise Unsupported(f"the attribute {ast.unparse(e)}")
+
+    def x_Call(self, e: ast.Call) -> str:
+        return self.call_value(e)
+
+    # ------------------------------------------------------------------ parser views
+    def view_of(self, e: ast.expr) -> tuple[str, str] | None:
+        if isinstance(e, ast.Name) and self.fn.locals.get(e.id) == "view":
+            return self.fn.views[e.id]
+        return None
+
+    def view_bits(self, view: tuple[str, str], off: ast.expr, m: Any) -> str:
+        w = mask_width(m) if isinstance(m, int) else None
+        if w is None or w > 64 or not isinstance(off, ast.Constant):
+            raise Unsupported("a field wider than 64 bits or a run-time bit offset")
+        ptr, nbytes = view
+        return f"p4r_get_bits({ptr}, {nbytes}, {off.value}, {w})"

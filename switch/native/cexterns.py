@@ -1,0 +1,117 @@
+"""Calls in the interpreter's generated Python: generated functions, table applies, externs
+(counters, hashes and checksums, random), the deparser's emits and the parser loop's state
+calls, as C."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from .cexprs import Unsupported
+
+
+class ExternTx:
+    objects: Any
+    fn: Any
+
+    # ------------------------------------------------------------------ statements
+    def call_stmt(self, e: ast.Call) -> None:
+        f = e.func
+        if isinstance(f, ast.Name) and f.id in self.objects.functions:
+            self.check(self.fn_call(e))
+            return
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+            obj = f.value.id
+            if f.attr == "apply" and self.objects.table_id(obj) is not None:
+                self.check(f"p4r_tbl_{self.objects.table_id(obj)}(S, P, &_hr)")
+                self.fn.locals.setdefault("_hr", "u64")
+                return
+            if f.attr == "count" and (c := self.objects.counter_id(obj)) is not None:
+                idx, length = (self.expr(a) for a in e.args)
+                self.out(f"p4r_count(P->E, {c}, {idx}, {length});")
+                return
+        if ast.unparse(f) == "P.out.append":
+            self.emit_bytes(e.args[0])
+            return
+        raise Unsupported(f"the call {ast.unparse(e)}")
+
+    def fn_call(self, e: ast.Call, ret: str | None = None) -> str:
+        name = e.func.id  # type: ignore[attr-defined]
+        args = [ast.unparse(a) for a in e.args[:2]]
+        if args != ["S", "P"] or e.keywords:
+            raise Unsupported(f"the call {ast.unparse(e)}")
+        vals = [self.expr(a) for a in e.args[2:]]
+        if ret is not None:
+            vals.append(ret)
+        elif self.objects.returns_value(name):
+            self.fn.locals.setdefault("_discard", "u64")
+            vals.append("&_discard")
+        return f"{name}({', '.join(['S', 'P', *vals])})"
+
+    def value_call(self, call: str) -> str:
+        """A call with a status and a result, as a GNU C statement expression."""
+        return (
+            f"({{ uint64_t _v = 0; if ((_rc = {call.replace('@RET', '&_v')}) != P4R_OK) "
+            f"{{ {self.raise_code()} }} _v; }})"
+        )
+
+    # ------------------------------------------------------------------ values
+    def call_value(self, e: ast.Call) -> str:
+        f = e.func
+        if isinstance(f, ast.Name):
+            if f.id in self.objects.functions and self.objects.returns_value(f.id):
+                return self.value_call(self.fn_call(e, "@RET"))
+            if f.id.startswith("HASH_") and len(e.args) == 1:
+                algo = f.id[len("HASH_") :]
+                if algo not in HASHES:
+                    raise Unsupported(f"the hash algorithm {algo}")
+                buf = e.args[0]
+                if not (isinstance(buf, ast.Name) and self.fn.locals.get(buf.id) == "bb"):
+                    raise Unsupported("a hash over something else than a field list")
+                b = buf.id
+                return f"{HASHES[algo]}({b}.b, ({b}.nbits + 7) / 8)"
+            if f.id == "st" or (f.id in self.fn.locals and self.fn.locals[f.id] == "u64"):
+                # the parser loop: st = st(S, P)
+                return self.value_call(f"p4r_state_call({f.id}, S, P, @RET)")
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+            if f.value.id == "RNG" and f.attr == "randint" and len(e.args) == 2:
+                lo, hi = (self.expr(a) for a in e.args)
+                return f"p4r_randint(P->E, {lo}, {hi})"
+        raise Unsupported(f"the call {ast.unparse(e)}")
+
+    def apply_result(self, e: ast.Call) -> str:
+        f = e.func
+        if (
+            isinstance(f, ast.Attribute)
+            and f.attr == "apply"
+            and isinstance(f.value, ast.Name)
+            and (t := self.objects.table_id(f.value.id)) is not None
+        ):
+            return self.value_call(f"p4r_tbl_{t}(S, P, @RET)")
+        raise Unsupported(f"the call {ast.unparse(e)}")
+
+    # ------------------------------------------------------------------ deparser
+    def emit_bytes(self, v: ast.expr) -> None:
+        """P.out.append((fields...).to_bytes(N, 'big')): one header, MSB first."""
+        if not (
+            isinstance(v, ast.Call)
+            and isinstance(v.func, ast.Attribute)
+            and v.func.attr == "to_bytes"
+            and isinstance(v.args[0], ast.Constant)
+        ):
+            raise Unsupported(f"the deparser code {ast.unparse(v)}")
+        n = int(v.args[0].value)
+        self.objects.note_emit(n)
+        self.out(f"if (P->outlen + {n} > P4R_OUT_MAX) {{ _rc = P4R_FAULT; return _rc; }}")
+        self.pack_into("(P->out + P->outlen)", n, v.func.value)
+        self.out(f"P->outlen += {n};")
+
+
+HASHES = {
+    "csum16": "p4r_csum16",
+    "cksum16": "p4r_csum16",
+    "crc16": "p4r_crc16",
+    "crc32": "p4r_crc32",
+    "xor16": "p4r_xor16",
+    "identity": "p4r_identity",
+}

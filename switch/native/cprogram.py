@@ -1,0 +1,328 @@
+"""The whole C translation unit of one pipeline: layout, objects, functions, tables.
+
+Input is the interpreter's ``Pipeline`` (the checked program already lowered to Python
+functions over one flat slot array, with its tables and externs created under their
+control-plane names). Output is C source that includes the fixed runtime
+(``runtime/p4r_runtime.c`` before the program, ``runtime/p4r_path.c`` after it). Anything the
+translation does not know raises ``Unsupported`` naming it and the P4 function it sits in.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from importlib import resources
+
+from ..interp.builder import Pipeline
+from ..interp.externs import Counter, Register
+from ..interp.tables import Table
+from .cexprs import U64, Unsupported, const
+from .cstmts import StmtTx
+
+GENERATOR_VERSION = "3"
+STD_NEEDED = (
+    "ingress_port",
+    "egress_spec",
+    "egress_port",
+    "instance_type",
+    "packet_length",
+    "mcast_grp",
+    "egress_rid",
+    "parser_error",
+)
+STD_OPTIONAL = ("ingress_global_timestamp", "egress_global_timestamp", "enq_timestamp")
+STAGES = ("parser", "verify", "ingress", "egress", "compute", "deparser")
+
+
+@dataclass
+class ProgramObjects:
+    """What the names in the generated Python stand for, as C indexes."""
+
+    pipeline: Pipeline
+    functions: set[str] = field(default_factory=set)
+    states: dict[str, int] = field(default_factory=dict)
+    key_fns: set[str] = field(default_factory=set)
+    value_fns: set[str] = field(default_factory=set)
+    tables: dict[str, int] = field(default_factory=dict)  # namespace name -> C index
+    table_list: list[Table] = field(default_factory=list)
+    registers: dict[str, int] = field(default_factory=dict)  # namespace name -> C index
+    cells: dict[str, int] = field(default_factory=dict)
+    register_list: list[Register] = field(default_factory=list)
+    counters: dict[str, int] = field(default_factory=dict)
+    counter_list: list[Counter] = field(default_factory=list)
+    actions: dict[str, int] = field(default_factory=dict)  # control-plane name -> id
+    emit_total: int = 0
+    bitbuf_max: int = 64
+
+    def table_id(self, name: str) -> int | None:
+        return self.tables.get(name)
+
+    def counter_id(self, name: str) -> int | None:
+        return self.counters.get(name)
+
+    def register_cells(self, name: str) -> int | None:
+        return self.cells.get(name)
+
+    def action_id(self, name: str) -> int:
+        if name not in self.actions:
+            raise Unsupported(f"the action name {name!r}")
+        return self.actions[name]
+
+    def returns_value(self, fn: str) -> bool:
+        return fn in self.value_fns
+
+    def note_emit(self, n: int) -> None:
+        self.emit_total += n
+
+    def note_bitbuf(self, nbits: int) -> None:
+        self.bitbuf_max = max(self.bitbuf_max, nbits)
+
+
+@dataclass
+class NativeProgram:
+    """The generated C source and how its objects map to the pipeline's."""
+
+    source: str
+    objects: ProgramObjects
+
+
+def _where(pipeline: Pipeline, fn: str) -> str:
+    # generated functions are named kind + counter + '_' + the P4 name
+    return f"{pipeline.name}: {fn.split('_', 1)[-1] if '_' in fn else fn}"
+
+
+def generate(pipeline: Pipeline) -> NativeProgram:
+    """C for ``pipeline``, or ``Unsupported`` naming the first construct refused."""
+    ns = pipeline.namespace
+    objs = ProgramObjects(pipeline)
+    check_objects(pipeline, objs)
+    # the same generated Python (the same program) gives the same C: translate it once per
+    # process (test suites build the same program many times)
+    cached = _CACHE.get(pipeline.source)
+    if cached is not None:
+        objs.emit_total, objs.bitbuf_max = cached[1], cached[2]
+        return NativeProgram(cached[0], objs)
+    mod = ast.parse(pipeline.source)
+    fdefs = [f for f in mod.body if isinstance(f, ast.FunctionDef)]
+    if len(fdefs) != len(mod.body):
+        raise Unsupported("generated code other than functions")
+    objs.functions = {f.name for f in fdefs}
+    state_id = 1
+    for f in fdefs:
+        if f.name[0] == "s" and f.name[1:2].isdigit():
+            objs.states[f.name] = state_id
+            state_id += 1
+        for node in ast.walk(f):
+            if isinstance(node, ast.Return) and node.value is not None:
+                if not (isinstance(node.value, ast.Constant) and node.value.value is None):
+                    objs.value_fns.add(f.name)
+        if f.name in objs.states:
+            objs.value_fns.add(f.name)
+    for t in objs.table_list:
+        kf = getattr(t.key_fn, "__name__", None)
+        if t.keys:
+            if kf not in objs.functions:
+                raise Unsupported(f"the key of table {t.name}")
+            objs.key_fns.add(kf)
+            objs.value_fns.discard(kf)
+    tx = StmtTx(objs)
+    protos, bodies = [], []
+    for f in fdefs:
+        try:
+            p, b = tx.function(f)
+        except Unsupported as e:
+            raise Unsupported(e.what, _where(pipeline, f.name)) from None
+        except RecursionError:
+            # a generator pass that still recurses met a deeper expression than Python's
+            # stack allows: refuse (the Python engine runs it) rather than fail the load
+            raise Unsupported("an expression nested too deeply", _where(pipeline, f.name)) from None
+        protos.append(p)
+        bodies.append(b)
+    stage_fns = {}
+    for stage in STAGES:
+        fn = getattr(pipeline.stages[stage], "__name__", "")
+        if fn not in objs.functions or fn in objs.value_fns:
+            raise Unsupported(f"the {stage} stage")
+        stage_fns[stage] = fn
+    parts = [prelude(pipeline, objs, stage_fns)]
+    parts.append(resources.files(__package__).joinpath("runtime/p4r_runtime.c").read_text())
+    parts.append(counter_code(objs))
+    parts += protos
+    parts += [
+        f"static int p4r_tbl_{i}(uint64_t *S, p4r_pkt *P, uint64_t *_res);"
+        for i in range(len(objs.table_list))
+    ]
+    parts.append(state_dispatch(objs))
+    parts += bodies
+    parts.append(table_code(objs))
+    parts.append(state_code(objs))
+    parts.append(resources.files(__package__).joinpath("runtime/p4r_path.c").read_text())
+    del ns
+    source = "\n".join(parts) + "\n"
+    if len(_CACHE) > 64:
+        _CACHE.clear()
+    _CACHE[pipeline.source] = (source, objs.emit_total, objs.bitbuf_max)
+    return NativeProgram(source, objs)
+
+
+_CACHE: dict[str, tuple[str, int, int]] = {}
+
+
+def check_objects(pipeline: Pipeline, objs: ProgramObjects) -> None:
+    """Index the program's tables, registers and counters; refuse what C does not hold yet."""
+    ns = pipeline.namespace
+    if pipeline.meters or pipeline.direct_meters:
+        raise Unsupported(f"{pipeline.name}: meters")
+    if pipeline.direct_counters:
+        raise Unsupported(f"{pipeline.name}: direct counters")
+    if pipeline.profiles:
+        raise Unsupported(f"{pipeline.name}: action profiles and selectors")
+    if pipeline.value_sets:
+        raise Unsupported(f"{pipeline.name}: parser value sets")
+    for v in pipeline.storage.init:
+        if not isinstance(v, (bool, int)):
+            raise Unsupported(f"{pipeline.name}: varbit fields")
+    for name, obj in ns.items():
+        if isinstance(obj, Table):
+            objs.tables[name] = len(objs.table_list)
+            objs.table_list.append(obj)
+        elif isinstance(obj, Register):
+            if obj.signed or obj.width > 64:
+                raise Unsupported(f"{obj.name}: a signed register or one wider than 64 bits")
+            objs.registers[name] = len(objs.register_list)
+            objs.register_list.append(obj)
+        elif isinstance(obj, Counter):
+            objs.counters[name] = len(objs.counter_list)
+            objs.counter_list.append(obj)
+    for name in ns:
+        if name.endswith("_CELLS") and name[: -len("_CELLS")] in objs.registers:
+            objs.cells[name] = objs.registers[name[: -len("_CELLS")]]
+    for t in pipeline.tables.values():
+        if t not in objs.table_list:
+            objs.tables[f"<{t.name}>"] = len(objs.table_list)
+            objs.table_list.append(t)
+        for spec in t.actions.values():
+            if spec.convert is not tuple:
+                raise Unsupported(f"{t.name}: action {spec.name} takes bool or signed data")
+            if any(w > 64 for _, w in spec.params):
+                raise Unsupported(f"{t.name}: action {spec.name} takes data wider than 64 bits")
+            objs.actions.setdefault(spec.name, len(objs.actions) + 1)
+        if any(k.width > 64 for k in t.keys):
+            raise Unsupported(f"{t.name}: a key wider than 64 bits")
+    for r in pipeline.registers.values():
+        if r not in objs.register_list:
+            raise Unsupported(f"{r.name}: a register the generated code does not name")
+    for c in pipeline.counters.values():
+        if c not in objs.counter_list:
+            raise Unsupported(f"{c.name}: a counter the generated code does not name")
+    for f in STD_NEEDED:
+        if f not in pipeline.std:
+            raise Unsupported(f"standard_metadata.{f} is missing")
+
+
+def prelude(pipeline: Pipeline, objs: ProgramObjects, stage_fns: dict[str, str]) -> str:
+    init = pipeline.storage.init
+    nkeys = max([len(t.keys) for t in objs.table_list] + [1])
+    nargs = max([len(s.params) for t in objs.table_list for s in t.actions.values()] + [1])
+    lines = [
+        f"/* generated by p4reduce's native generator {GENERATOR_VERSION} from {pipeline.name} */",
+        f"#define P4R_NSLOTS {max(len(init), 1)}",
+        f"#define P4R_NTABLES {len(objs.table_list)}",
+        f"#define P4R_NREGS {len(objs.register_list)}",
+        f"#define P4R_NCTRS {len(objs.counter_list)}",
+        f"#define P4R_MAX_KEYS {nkeys}",
+        f"#define P4R_MAX_ARGS {nargs}",
+        f"#define P4R_OUT_MAX {max(objs.emit_total, 64)}",
+        f"#define P4R_BITBUF_MAX {(objs.bitbuf_max + 7) // 8 + 64}",
+    ]
+    for f in STD_NEEDED + STD_OPTIONAL:
+        if f in pipeline.std:
+            lines.append(f"#define P4R_STD_{f} {pipeline.std[f]}")
+    for f, w in (
+        ("ingress_port", 9),
+        ("egress_rid", 16),
+        ("packet_length", 32),
+        ("ingress_global_timestamp", 48),
+        ("egress_global_timestamp", 48),
+    ):
+        lines.append(f"#define P4R_MASK_{f} UINT64_C({(1 << w) - 1})")
+    for stage, fn in stage_fns.items():
+        lines.append(f"#define P4R_STAGE_{stage}(S, P) {fn}(S, P)")
+    return "\n".join(lines)
+
+
+def state_dispatch(objs: ProgramObjects) -> str:
+    lines = ["static int p4r_state_call(uint64_t st, uint64_t *S, p4r_pkt *P, uint64_t *ret) {"]
+    lines.append("    switch (st) {")
+    for name, i in objs.states.items():
+        lines.append(f"    case {i}: return {name}(S, P, ret);")
+    lines += ["    default: *ret = 0; return P4R_OK;", "    }", "}"]
+    return "\n".join(lines)
+
+
+def table_code(objs: ProgramObjects) -> str:
+    out = []
+    for i, t in enumerate(objs.table_list):
+        nk = len(t.keys)
+        kf = getattr(t.key_fn, "__name__", "")
+        lines = [f"static int p4r_tbl_{i}(uint64_t *S, p4r_pkt *P, uint64_t *_res) {{"]
+        lines.append(f"    /* {t.name} */")
+        lines.append(f"    uint64_t key[{max(nk, 1)}] = {{0}};")
+        lines.append("    int _rc;")
+        if nk:
+            lines.append(f"    if ((_rc = {kf}(S, P, key)) != P4R_OK) return _rc;")
+        lines.append(f"    const p4r_entry *e = p4r_lookup(&P->E->tables[{i}], key);")
+        lines.append(f"    if (!e) e = &P->E->tables[{i}].def;")
+        lines.append("    *_res = e->hit | ((uint64_t)e->action << 1);")
+        lines.append("    switch (e->action) {")
+        for name, spec in t.actions.items():
+            fn = getattr(spec.fn, "__name__", "")
+            if fn not in objs.functions:
+                raise Unsupported(f"{t.name}: action {name} has no generated function")
+            args = ", ".join(["S", "P"] + [f"e->args[{j}]" for j in range(len(spec.params))])
+            lines.append(f"    case {objs.actions[name]}: return {fn}({args});")
+        lines += ["    default: return P4R_OK;", "    }", "}"]
+        out.append("\n".join(lines))
+    return "\n".join(out)
+
+
+def state_code(objs: ProgramObjects) -> str:
+    """Allocation of register and counter storage, and the tables' static shape."""
+    lines = ["static int p4r_alloc_state(p4r_engine *E) {"]
+    for i, r in enumerate(objs.register_list):
+        lines.append(f"    if (!(E->reg[{i}] = calloc({max(r.size, 1)}, 8))) return -1;")
+    for i, c in enumerate(objs.counter_list):
+        n = max(c.size, 1)
+        lines.append(f"    if (!(E->ctr_pk[{i}] = calloc({n}, 8))) return -1;")
+        lines.append(f"    if (!(E->ctr_by[{i}] = calloc({n}, 8))) return -1;")
+    lines += ["    return 0;", "}", "static void p4r_free_state(p4r_engine *E) {"]
+    lines.append(f"    for (int i = 0; i < {len(objs.register_list)}; i++) free(E->reg[i]);")
+    lines.append(f"    for (int i = 0; i < {len(objs.counter_list)}; i++) {{")
+    lines.append("        free(E->ctr_pk[i]); free(E->ctr_by[i]);")
+    lines += ["    }", "}", "static void p4r_init_tables(p4r_engine *E) {"]
+    for i, t in enumerate(objs.table_list):
+        exact = int(t.mode == "exact" and bool(t.keys))
+        lpm = int(t.mode == "lpm")
+        lines.append(
+            f"    E->tables[{i}].nkeys = {len(t.keys)}; E->tables[{i}].exact = {exact};"
+            f" E->tables[{i}].lpm = {lpm};"
+        )
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def counter_code(objs: ProgramObjects) -> str:
+    """The slots' values on arrival and the counters' bounds-checked update."""
+    lines = []
+    sizes = ", ".join(str(c.size) for c in objs.counter_list) or "0"
+    lines.append(f"static const uint64_t P4R_CTR_SIZE[] = {{{sizes}}};")
+    lines.append(
+        "static inline void p4r_count(p4r_engine *E, uint32_t c, uint64_t i, uint64_t len) {\n"
+        "    if (i < P4R_CTR_SIZE[c]) { E->ctr_pk[c][i]++; E->ctr_by[c][i] += len; }\n}"
+    )
+    init = ", ".join(const(int(v)) for v in objs.pipeline.storage.init) or "0"
+    lines.insert(0, f"static const uint64_t P4R_INIT[] = {{{init}}};")
+    return "\n".join(lines)
+
+
+__all__ = ["GENERATOR_VERSION", "NativeProgram", "Unsupported", "generate", "U64"]

@@ -1,0 +1,315 @@
+"""``NativeSwitch``: the V1Switch interface over a generated, compiled engine.
+
+It offers what ``V1Switch`` offers its callers (``process``, ``pipeline`` with its tables,
+registers and counters, ``pre``, ``digests``, ``clock``), so the STF runner, the P4Runtime
+server and tests drive either engine the same way; plus ``process_batch`` (many packets per
+call, for in-process speed) and ``native_handler()`` (the C entry point of p4r_handler.h for
+the native I/O loop).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import struct
+import time
+from array import array
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..interp.builder import Pipeline
+from ..interp.pre import PacketReplicationEngine
+from .build import build, load
+from .cprogram import NativeProgram
+from .mirror import NativeCounter, NativePre, NativeRegister, NativeTable, lookup_order
+
+U64, U32 = ctypes.c_uint64, ctypes.c_uint32
+KIND_MASK, KIND_RANGE, KIND_ANY = 0, 1, 2
+_HEAD = struct.Struct("=II")
+
+
+def _bind(lib: ctypes.CDLL) -> None:
+    vp = ctypes.c_void_p
+    lib.p4r_new.restype = vp
+    lib.p4r_new.argtypes = []
+    lib.p4r_free.argtypes = [vp]
+    lib.p4r_table_load.argtypes = [vp, U32, U32, ctypes.POINTER(U64)]
+    lib.p4r_table_load.restype = ctypes.c_int
+    lib.p4r_table_default.argtypes = [vp, U32, U32, ctypes.POINTER(U64)]
+    lib.p4r_group_set.argtypes = [vp, U32, U32, ctypes.POINTER(U32), ctypes.POINTER(U32)]
+    lib.p4r_group_set.restype = ctypes.c_int
+    lib.p4r_rng_seed.argtypes = [vp, ctypes.POINTER(U32), ctypes.c_int]
+    lib.p4r_reg_get.argtypes = [vp, U32, U32]
+    lib.p4r_reg_get.restype = U64
+    lib.p4r_reg_set.argtypes = [vp, U32, U32, U64]
+    lib.p4r_reg_bulk.argtypes = [vp, U32, U32, ctypes.POINTER(U64), ctypes.POINTER(U64)]
+    lib.p4r_ctr_bulk.argtypes = [vp, U32, U32] + [ctypes.POINTER(U64)] * 4
+    lib.p4r_process_batch.argtypes = [
+        vp,
+        U32,
+        ctypes.c_char_p,
+        ctypes.c_char_p,
+        ctypes.c_char_p,
+        ctypes.c_char_p,
+        U64,
+        ctypes.c_void_p,
+        U32,
+        ctypes.POINTER(U32),
+    ]
+    lib.p4r_process_batch.restype = ctypes.c_int64
+    lib.p4r_ctr_get.argtypes = [vp, U32, U32, ctypes.POINTER(U64), ctypes.POINTER(U64)]
+    lib.p4r_ctr_set.argtypes = [vp, U32, U32, U64, U64]
+    lib.p4r_process_one.argtypes = [
+        vp,
+        U32,
+        ctypes.c_char_p,
+        U32,
+        U64,
+        ctypes.c_void_p,
+        U32,
+        ctypes.POINTER(U32),
+    ]
+    lib.p4r_process_one.restype = ctypes.c_int64
+    lib.p4r_faults.argtypes = [vp]
+    lib.p4r_faults.restype = U64
+
+
+class NativeError(RuntimeError):
+    """The engine failed on a packet (out of memory); the packet was dropped."""
+
+
+class NativeSwitch:
+    engine = "native"
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        program: NativeProgram,
+        clock: Callable[[], int] | None = None,
+        sanitize: bool = False,
+    ) -> None:
+        self.pipeline = pipeline
+        self.program = program
+        self.lib = load(build(program.source, sanitize))
+        _bind(self.lib)
+        self._E = self.lib.p4r_new()
+        if not self._E:
+            raise MemoryError("the native engine could not allocate its state")
+        start = time.monotonic()
+        self.clock = clock or (lambda: int((time.monotonic() - start) * 1e6))
+        self.trace = False  # the native engine does not trace (use --engine python)
+        self.digests: list[tuple[str, tuple[Any, ...]]] = []
+        self.last_trace: list[str] = []
+        self.log_messages: list[str] = []
+        self._out_max = program.objects.emit_total + 64
+        self._buf = ctypes.create_string_buffer(1 << 16)
+        self._used = U32(0)
+        self._used_ref = ctypes.byref(self._used)
+        self._one = self.lib.p4r_process_one
+        objs = program.objects
+        for i, t in enumerate(objs.table_list):
+            t.__class__ = NativeTable
+            t._native = (self, i)  # type: ignore[attr-defined]
+            self.push_entries(i, t)
+            self.push_default(i, t)
+        for i, r in enumerate(objs.register_list):
+            values = list(r.__dict__.pop("values", [0] * r.size))
+            r.__class__ = NativeRegister
+            r._native = (self, i)  # type: ignore[attr-defined]
+            if any(values):  # the engine starts with zeroed cells
+                self.reg_bulk(i, r.size, [v & r._mask for v in values])
+        for i, c in enumerate(objs.counter_list):
+            pk = list(c.__dict__.pop("packets", [0] * c.size))
+            by = list(c.__dict__.pop("bytes", [0] * c.size))
+            c.__class__ = NativeCounter
+            c._native = (self, i)  # type: ignore[attr-defined]
+            if any(pk) or any(by):
+                self.ctr_bulk(i, c.size, pk, by)
+        rng = pipeline.namespace.get("RNG")
+        if rng is not None:
+            state = rng.getstate()[1]
+            words = (U32 * 624)(*state[:624])
+            self.lib.p4r_rng_seed(self._E, words, int(state[624]))
+        self._pre: NativePre | None = None
+        self.pre = NativePre()
+
+    # ------------------------------------------------------------------ the PRE
+    @property
+    def pre(self) -> PacketReplicationEngine:
+        assert self._pre is not None
+        return self._pre
+
+    @pre.setter
+    def pre(self, pre: PacketReplicationEngine) -> None:
+        if not isinstance(pre, NativePre):
+            pre.__class__ = NativePre
+        assert isinstance(pre, NativePre)
+        if self._pre is not None and self._pre is not pre:
+            for g in list(getattr(self._pre, "_pushed", {}) or {}):
+                self.group_set(g, [])
+            self._pre._native = None
+        pre._native = self
+        pre._pushed = {}
+        self._pre = pre
+        pre.sync()
+
+    # ------------------------------------------------------------------ mirroring (C side)
+    def push_entries(self, i: int, t: Any) -> None:
+        nk = len(t.keys)
+        maxargs = max([len(s.params) for s in t.actions.values()] + [1])
+        maxargs = self._max_args()
+        ids = self.program.objects.actions
+        flat: list[int] = []
+        entries = lookup_order(t)
+        for e in entries:
+            args = list(e.args) + [0] * (maxargs - len(e.args))
+            flat += [ids[e.action], 1, *args]
+            kinds = [(KIND_ANY, 0, 0)] * nk
+            for k, kind, a, b in t.compile_checks(e):
+                kinds[k] = (KIND_MASK if kind == 0 else KIND_RANGE, a, b)
+            for x in kinds:
+                flat += x
+        arr = (U64 * max(len(flat), 1))(*flat)
+        if self.lib.p4r_table_load(self._E, i, len(entries), arr) != 0:
+            raise MemoryError(f"{t.name}: the native engine could not store the entries")
+
+    def _max_args(self) -> int:
+        tl = self.program.objects.table_list
+        return max([len(s.params) for t in tl for s in t.actions.values()] + [1])
+
+    def push_default(self, i: int, t: Any) -> None:
+        d = t.default_entry
+        args = list(d.args) + [0] * (self._max_args() - len(d.args))
+        arr = (U64 * len(args))(*args)
+        self.lib.p4r_table_default(self._E, i, self.program.objects.actions[d.action], arr)
+
+    def group_set(self, g: int, reps: Sequence[tuple[int, int]]) -> None:
+        ports = (U32 * max(len(reps), 1))(*[p for p, _ in reps])
+        rids = (U32 * max(len(reps), 1))(*[r for _, r in reps])
+        if self.lib.p4r_group_set(self._E, g, len(reps), ports, rids) != 0:
+            raise MemoryError(f"multicast group {g}: the native engine could not store it")
+
+    def reg_get(self, r: int, i: int) -> int:
+        return int(self.lib.p4r_reg_get(self._E, r, i))
+
+    def reg_set(self, r: int, i: int, v: int) -> None:
+        self.lib.p4r_reg_set(self._E, r, i, v)
+
+    def reg_bulk(self, r: int, n: int, values: list[int] | None = None) -> list[int]:
+        dst = array("Q", bytes(8 * max(n, 1)))
+        src = array("Q", values) if values is not None else None
+        self.lib.p4r_reg_bulk(
+            self._E,
+            r,
+            n,
+            (U64 * len(dst)).from_buffer(dst),
+            (U64 * len(src)).from_buffer(src) if src is not None and len(src) else None,
+        )
+        return dst.tolist()[:n]
+
+    def ctr_bulk(
+        self, c: int, n: int, pk: list[int] | None = None, by: list[int] | None = None
+    ) -> tuple[list[int], list[int]]:
+        m = max(n, 1)
+        dpk, dby = array("Q", bytes(8 * m)), array("Q", bytes(8 * m))
+        spk = array("Q", pk) if pk is not None and n else None
+        sby = array("Q", by) if by is not None and n else None
+
+        def ptr(a: array | None) -> Any:
+            return (U64 * len(a)).from_buffer(a) if a is not None else None
+
+        self.lib.p4r_ctr_bulk(self._E, c, n, ptr(dpk), ptr(dby), ptr(spk), ptr(sby))
+        return dpk.tolist()[:n], dby.tolist()[:n]
+
+    def ctr_get(self, c: int, i: int) -> tuple[int, int]:
+        pk, by = U64(0), U64(0)
+        self.lib.p4r_ctr_get(self._E, c, i, ctypes.byref(pk), ctypes.byref(by))
+        return int(pk.value), int(by.value)
+
+    def ctr_set(self, c: int, i: int, pk: int, by: int) -> None:
+        self.lib.p4r_ctr_set(self._E, c, i, pk, by)
+
+    # ------------------------------------------------------------------ the packet path
+    def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
+        """Run one packet arriving on ``port``; return the (port, bytes) it produced."""
+        n = len(data)
+        cap = (self.pre.max_replicas() + 1) * (n + self._out_max + 8) + 64  # type: ignore[attr-defined]
+        if len(self._buf) < cap:
+            self._buf = ctypes.create_string_buffer(max(cap, 2 * len(self._buf)))
+        used = self._used
+        r = self._one(self._E, port, data, n, self.clock(), self._buf, cap, self._used_ref)
+        if r < 0:
+            raise NativeError("the native engine failed on the packet")
+        if r == 0:
+            return []
+        raw = ctypes.string_at(self._buf, used.value)
+        if r == 1:
+            return [(_HEAD.unpack_from(raw)[0], raw[8:])]
+        out = []
+        pos = 0
+        while pos < len(raw):
+            p, ln = _HEAD.unpack_from(raw, pos)
+            pos += 8
+            out.append((p, raw[pos : pos + ln]))
+            pos += ln
+        return out
+
+    def process_batch(self, packets: Sequence[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
+        """Run packets in order in one call; return every frame that left, in order."""
+        n = len(packets)
+        if n == 0:
+            return []
+        ports = array("I", [p for p, _ in packets]).tobytes()
+        lens_list = [len(d) for _, d in packets]
+        lens = array("I", lens_list)
+        offs = array("I", itertools.accumulate(lens_list, initial=0))
+        total = offs.pop()
+        blob = b"".join([d for _, d in packets])
+        copies = self.pre.max_replicas() + 1  # type: ignore[attr-defined]
+        cap = copies * (total + n * (self._out_max + 8)) + 64
+        if len(self._buf) < cap:
+            self._buf = ctypes.create_string_buffer(max(cap, 2 * len(self._buf)))
+        buf = self._buf
+        used = U32(0)
+        r = self.lib.p4r_process_batch(
+            self._E,
+            n,
+            ports,
+            blob,
+            offs.tobytes(),
+            lens.tobytes(),
+            self.clock(),
+            buf,
+            cap,
+            ctypes.byref(used),
+        )
+        raw = ctypes.string_at(buf, used.value)
+        out: list[tuple[int, bytes]] = []
+        pos = 0
+        end = len(raw)
+        unpack = _HEAD.unpack_from
+        while pos < end:
+            p, ln = unpack(raw, pos)
+            pos += 8
+            out.append((p, raw[pos : pos + ln]))
+            pos += ln
+        if r < 0:
+            raise NativeError(f"the native engine failed on packet {-1 - r} of the batch")
+        return out
+
+    def native_handler(self) -> tuple[int, int]:
+        """(address of a p4r_handler_fn, its context) for the native I/O loop."""
+        fn = ctypes.cast(self.lib.p4r_handle, ctypes.c_void_p).value
+        assert fn is not None and self._E
+        return int(fn), int(self._E)
+
+    def close(self) -> None:
+        if self._E:
+            self.lib.p4r_free(self._E)
+            self._E = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass

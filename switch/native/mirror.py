@@ -1,0 +1,305 @@
+"""One control plane, two engines: the Python control-plane objects, their state held in C.
+
+The interpreter's objects (``Table``, ``Register``, ``Counter``, the replication engine) keep
+validating requests and raising the same errors; for a native switch their classes are
+swapped for the subclasses here, which push every change into the engine (tables, multicast
+groups) or keep the state in C altogether (register cells, counter values), so the STF runner,
+the P4Runtime server and tests see the same objects whichever engine runs the packets.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ..interp.externs import Counter, ExternError, Register, _check_index
+from ..interp.pre import PacketReplicationEngine
+from ..interp.tables import Table, TableEntry
+
+U64 = ctypes.c_uint64
+
+
+class NativeTable(Table):
+    """A table whose entries are mirrored into the engine after every change."""
+
+    _native: Any  # (engine, table index)
+
+    def index(self, e: TableEntry) -> None:
+        super().index(e)
+        self._sync()
+
+    def unindex(self, e: TableEntry) -> None:
+        super().unindex(e)
+        self._sync()
+
+    def reindex(self) -> None:
+        super().reindex()
+        self._sync()
+
+    def attach(self, entry: TableEntry, action: str, args: list[int], member: Any, group: Any):
+        super().attach(entry, action, args, member, group)
+        if entry in self.entries:  # a modify (add_entry indexes, and so syncs, afterwards)
+            self._sync()
+
+    def set_default(self, action: str, args: list[int], force: bool = False) -> None:
+        super().set_default(action, args, force)
+        native = getattr(self, "_native", None)
+        if native is not None:
+            native[0].push_default(native[1], self)
+
+    def _sync(self) -> None:
+        native = getattr(self, "_native", None)
+        if native is not None:
+            native[0].push_entries(native[1], self)
+
+
+def lookup_order(t: Table) -> list[TableEntry]:
+    """The entries in the order the C scan must try them (the Python lookup's order)."""
+    if t.mode == "exact":
+        return list(t.entries)
+    if t.mode == "lpm":
+        i = t.lpm_index
+        return sorted(t.entries, key=lambda e: -e.matches[i].prefix_len)  # type: ignore[union-attr]
+    return list(t._scan)
+
+
+class CellView:
+    """A list-like view of cells that live in the engine (``values``, ``packets``, ``bytes``).
+
+    Reads and writes, by index or slice, go to the engine, so code written for the Python
+    objects' lists (``reg.values[:] = old``, ``counter.packets[i]``) keeps working.
+    """
+
+    def __init__(
+        self,
+        size: int,
+        get: Callable[[int], int],
+        put: Callable[[int, int], None],
+        get_all: Callable[[], list[int]],
+        put_all: Callable[[list[int]], None],
+    ) -> None:
+        self.size, self._get, self._put = size, get, put
+        self._get_all, self._put_all = get_all, put_all
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._get_all())
+
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return self._get_all()[i]
+        if i < 0:
+            i += self.size
+        if not 0 <= i < self.size:
+            raise IndexError("cell index out of range")
+        return self._get(i)
+
+    def __setitem__(self, i: int | slice, v: Any) -> None:
+        if isinstance(i, slice):
+            cells = self._get_all()
+            cells[i] = v
+            if len(cells) != self.size:
+                raise ValueError("cannot change the number of cells")
+            self._put_all(cells)
+            return
+        if i < 0:
+            i += self.size
+        if not 0 <= i < self.size:
+            raise IndexError("cell index out of range")
+        self._put(i, v)
+
+    def __eq__(self, other: object) -> bool:
+        try:
+            return self._get_all() == list(other)  # type: ignore[call-overload]
+        except TypeError:
+            return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self._get_all())
+
+
+class NativeRegister(Register):
+    """Register cells live in the engine; the Python object reads and writes them there."""
+
+    _native: Any  # (engine, register index)
+
+    @property  # type: ignore[override]
+    def values(self) -> CellView:
+        eng, r = self._native
+        return CellView(
+            self.size,
+            lambda i: eng.reg_get(r, i),
+            lambda i, v: eng.reg_set(r, i, v & self._mask),
+            lambda: eng.reg_bulk(r, self.size),
+            lambda vs: eng.reg_bulk(r, self.size, [v & self._mask for v in vs]),
+        )
+
+    def read(self, index: int) -> int:
+        eng, r = self._native
+        return eng.reg_get(r, index) if 0 <= index < self.size else 0
+
+    def write(self, index: int, value: int) -> None:
+        eng, r = self._native
+        if 0 <= index < self.size:
+            eng.reg_set(r, index, value & self._mask)
+
+    def cp_read(self, index: int) -> int:
+        _check_index(self.name, index, self.size)
+        return self.read(index)
+
+    def cp_write(self, index: int, value: int) -> None:
+        _check_index(self.name, index, self.size)
+        if not 0 <= value <= self._mask:
+            raise ExternError(f"{self.name}: value {value} does not fit in {self.width} bits")
+        self.write(index, value)
+
+    def cp_fill(self, indexes: list[int], value: int) -> None:
+        """``cp_write(i, value)`` for every index, in one engine call (wildcard writes)."""
+        for i in (indexes[0], indexes[-1]) if indexes else ():
+            _check_index(self.name, i, self.size)
+        if not 0 <= value <= self._mask:
+            raise ExternError(f"{self.name}: value {value} does not fit in {self.width} bits")
+        if not indexes:
+            return
+        eng, r = self._native
+        if len(indexes) == self.size:
+            cells = [value] * self.size
+        else:
+            cells = eng.reg_bulk(r, self.size)
+            for i in indexes:
+                _check_index(self.name, i, self.size)
+                cells[i] = value
+        eng.reg_bulk(r, self.size, cells)
+
+    def reset(self) -> None:
+        eng, r = self._native
+        eng.reg_bulk(r, self.size, [0] * self.size)
+
+
+class NativeCounter(Counter):
+    """Counter cells live in the engine."""
+
+    _native: Any
+
+    def _view(self, which: int) -> CellView:
+        eng, c = self._native
+
+        def put(i: int, v: int) -> None:
+            cur = list(eng.ctr_get(c, i))
+            cur[which] = v
+            eng.ctr_set(c, i, *cur)
+
+        def put_all(vs: list[int]) -> None:
+            both = list(eng.ctr_bulk(c, self.size))
+            both[which] = list(vs)
+            eng.ctr_bulk(c, self.size, *both)
+
+        return CellView(
+            self.size,
+            lambda i: eng.ctr_get(c, i)[which],
+            put,
+            lambda: eng.ctr_bulk(c, self.size)[which],
+            put_all,
+        )
+
+    @property  # type: ignore[override]
+    def packets(self) -> CellView:
+        return self._view(0)
+
+    @packets.setter
+    def packets(self, values: list[int]) -> None:
+        self._view(0)[:] = list(values)
+
+    @property  # type: ignore[override]
+    def bytes(self) -> CellView:
+        return self._view(1)
+
+    @bytes.setter
+    def bytes(self, values: list[int]) -> None:
+        self._view(1)[:] = list(values)
+
+    def count(self, index: int, length: int) -> None:
+        if 0 <= index < self.size:
+            eng, c = self._native
+            pk, by = eng.ctr_get(c, index)
+            eng.ctr_set(c, index, pk + 1, by + length)
+
+    def cp_read(self, index: int) -> tuple[int, int]:
+        _check_index(self.name, index, self.size)
+        eng, c = self._native
+        return eng.ctr_get(c, index)
+
+    def cp_write(self, index: int, packets: int, nbytes: int) -> None:
+        _check_index(self.name, index, self.size)
+        if packets < 0 or nbytes < 0:
+            raise ExternError(f"{self.name}: counter values cannot be negative")
+        eng, c = self._native
+        eng.ctr_set(c, index, packets, nbytes)
+
+    def reset(self) -> None:
+        zero = [0] * self.size
+        eng, c = self._native
+        eng.ctr_bulk(c, self.size, zero, zero)
+
+
+_PRE_MUTATORS = (
+    "mgrp_create",
+    "mgrp_destroy",
+    "drop_group",
+    "node_update",
+    "node_destroy",
+    "node_associate",
+    "node_dissociate",
+    "set_group",
+)
+
+
+class NativePre(PacketReplicationEngine):
+    """The replication engine, its multicast groups pushed into the engine after each change."""
+
+    _native: Any = None
+    _pushed: dict[int, list[tuple[int, int]]]
+
+    def sync(self) -> None:
+        eng = self._native
+        if eng is None:
+            return
+        pushed = getattr(self, "_pushed", None)
+        if pushed is None:
+            pushed = self._pushed = {}
+        now = {g: self.replicas(g) for g in self.groups}
+        for g in list(pushed):
+            if g not in now or not now[g]:
+                eng.group_set(g, [])
+                del pushed[g]
+        for g, reps in now.items():
+            if reps and pushed.get(g) != reps:
+                eng.group_set(g, reps)
+                pushed[g] = reps
+
+    def max_replicas(self) -> int:
+        pushed = getattr(self, "_pushed", None) or {}
+        return max((len(r) for r in pushed.values()), default=0)
+
+
+def _mutator(name: str) -> Any:
+    base = getattr(PacketReplicationEngine, name)
+
+    def method(self: NativePre, *args: Any, **kw: Any) -> Any:
+        try:
+            return base(self, *args, **kw)
+        finally:
+            self.sync()
+
+    method.__name__ = name
+    method.__doc__ = base.__doc__
+    return method
+
+
+for _name in _PRE_MUTATORS:
+    setattr(NativePre, _name, _mutator(_name))

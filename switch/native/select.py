@@ -1,0 +1,72 @@
+"""Engine selection: ``make_switch(pipeline, engine=...)`` for every caller.
+
+``native`` (and ``auto``, the default) build the native engine and fall back to the Python
+engine with ONE line saying why when the program uses a construct the generator refuses, when
+no C compiler exists, when the compiler fails, or when the cache directory is unusable.
+``python`` always runs the interpreter. Tracing runs on the interpreter (the native engine
+does not trace).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from ..interp.builder import Pipeline
+from ..interp.switch import V1Switch
+from .build import BuildError
+from .cexprs import Unsupported
+
+ENGINES = ("auto", "native", "python")
+log = logging.getLogger("p4reduce.switch")
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def make_switch(
+    pipeline: Pipeline,
+    engine: str = "auto",
+    clock: Callable[[], int] | None = None,
+    trace: bool = False,
+    notice: Callable[[str], None] | None = _stderr,
+    sanitize: bool = False,
+) -> Any:
+    """A switch running ``pipeline`` on the requested engine (see the module docstring).
+
+    The result has ``.engine`` set to "native" or "python": the engine that really runs.
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r} (expected one of {', '.join(ENGINES)})")
+    if engine == "python" or trace:
+        sw = V1Switch(pipeline, clock=clock, trace=trace)
+        sw.engine = "python"  # type: ignore[attr-defined]
+        return sw
+    from .cprogram import generate
+    from .engine import NativeSwitch
+
+    try:
+        return NativeSwitch(pipeline, generate(pipeline), clock=clock, sanitize=sanitize)
+    except (Unsupported, BuildError) as e:
+        reason = str(e)
+    line = f"native engine not used for {pipeline.name}: {reason}; running the Python engine"
+    log.info(line)
+    if notice is not None:
+        notice(line)
+    sw = V1Switch(pipeline, clock=clock, trace=trace)
+    sw.engine = "python"  # type: ignore[attr-defined]
+    return sw
+
+
+def native_refusal(pipeline: Pipeline) -> str | None:
+    """Why the native engine cannot run ``pipeline`` (None when it can); no compilation."""
+    from .cprogram import generate
+
+    try:
+        generate(pipeline)
+    except Unsupported as e:
+        return str(e)
+    return None

@@ -1,0 +1,24 @@
+// BAD: a table cannot be applied while evaluating the arguments of an action call.
+#include <core.p4>
+#include <v1model.p4>
+header ethernet_t { bit<48> dstAddr; bit<48> srcAddr; bit<16> etherType; }
+
+struct headers_t { ethernet_t ethernet;  }
+struct metadata_t { bit<8> b8; bit<16> b16; bit<32> b32; }
+parser MyParser(packet_in pkt, out headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
+    state start { pkt.extract(hdr.ethernet); transition accept; }
+
+}
+control MyVerifyChecksum(inout headers_t hdr, inout metadata_t meta) { apply { } }
+control MyIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
+    action set(bit<9> p) { standard_metadata.egress_spec = p; }
+    action flag(bool b) { meta.b8 = b ? 8w1 : 8w0; }
+    table t { key = { hdr.ethernet.dstAddr : exact; } actions = { set; NoAction; } }
+    apply {
+        flag(t.apply().hit); // expect-error: table
+    }
+}
+control MyEgress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) { apply { } }
+control MyComputeChecksum(inout headers_t hdr, inout metadata_t meta) { apply { } }
+control MyDeparser(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr); } }
+V1Switch(MyParser(), MyVerifyChecksum(), MyIngress(), MyEgress(), MyComputeChecksum(), MyDeparser()) main;

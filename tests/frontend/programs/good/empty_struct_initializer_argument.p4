@@ -1,0 +1,25 @@
+// An empty struct initializer {} passed to a function, an action and digest (no fields, no slots).
+#include <core.p4>
+#include <v1model.p4>
+header ethernet_t { bit<48> dstAddr; bit<48> srcAddr; bit<16> etherType; }
+struct empty_t { }
+void touch(in empty_t e, inout bit<8> x) { x = x + 1; }
+struct headers_t { ethernet_t ethernet;  }
+struct metadata_t { bit<8> b8; bit<16> b16; bit<32> b32; }
+parser MyParser(packet_in pkt, out headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
+    state start { pkt.extract(hdr.ethernet); transition accept; }
+
+}
+control MyVerifyChecksum(inout headers_t hdr, inout metadata_t meta) { apply { } }
+control MyIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
+    action mark(in empty_t e) { standard_metadata.egress_spec = 3; }
+    apply {
+        touch({}, meta.b8);
+        mark({});
+        digest<empty_t>(1, {});
+    }
+}
+control MyEgress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) { apply { } }
+control MyComputeChecksum(inout headers_t hdr, inout metadata_t meta) { apply { } }
+control MyDeparser(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr); } }
+V1Switch(MyParser(), MyVerifyChecksum(), MyIngress(), MyEgress(), MyComputeChecksum(), MyDeparser()) main;

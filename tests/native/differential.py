@@ -1,0 +1,158 @@
+"""Drive two switches (the Python engine and the native one) with the same operations.
+
+An operation is a packet or a control-plane call; ``run`` applies it to one switch and
+returns what came out (the frames sent, or the error's type and message), so the two
+engines' answers compare with ``==``. ``state`` collects every register and counter.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from p4reduce.switch.interp.builder import Pipeline
+from p4reduce.switch.interp.externs import ExternError
+from p4reduce.switch.interp.matches import Exact, Lpm, Optional, Range, Ternary
+from p4reduce.switch.interp.pre import PreError
+from p4reduce.switch.interp.tables import TableError
+
+
+@dataclass(frozen=True)
+class Op:
+    kind: str  # packet | add | delete | default | reg | grp_create | node | grp_destroy | clear
+    args: tuple[Any, ...]
+
+
+def run(sw: Any, op: Op) -> Any:
+    try:
+        return _run(sw, op)
+    except (TableError, ExternError, PreError) as e:
+        return (type(e).__name__, str(e))
+
+
+def _run(sw: Any, op: Op) -> Any:
+    a = op.args
+    tables = sw.pipeline.tables
+    if op.kind == "packet":
+        return sw.process(a[0], a[1])
+    if op.kind == "add":
+        tables[a[0]].add_entry(list(a[1]), a[2], list(a[3]), a[4])
+        return "ok"
+    if op.kind == "delete":
+        tables[a[0]].delete_entry(list(a[1]), a[2])
+        return "ok"
+    if op.kind == "modify":
+        tables[a[0]].modify_entry(list(a[1]), a[2], a[3], list(a[4]))
+        return "ok"
+    if op.kind == "default":
+        tables[a[0]].set_default(a[1], list(a[2]))
+        return "ok"
+    if op.kind == "clear":
+        tables[a[0]].clear()
+        return "ok"
+    if op.kind == "reg":
+        sw.pipeline.registers[a[0]].cp_write(a[1], a[2])
+        return "ok"
+    if op.kind == "grp_create":
+        sw.pre.mgrp_create(a[0])
+        return "ok"
+    if op.kind == "node":
+        h = sw.pre.node_create(a[1], list(a[2]))
+        sw.pre.node_associate(a[0], h)
+        return h
+    if op.kind == "grp_destroy":
+        sw.pre.mgrp_destroy(a[0])
+        return "ok"
+    raise AssertionError(op.kind)
+
+
+def state(sw: Any) -> dict[str, Any]:
+    p = sw.pipeline
+    out: dict[str, Any] = {}
+    for name, r in p.registers.items():
+        out[f"reg {name}"] = list(r.values)
+    for name, c in p.counters.items():
+        out[f"ctr {name}"] = (list(c.packets), list(c.bytes))
+    return out
+
+
+def random_match(rng: random.Random, kind: str, width: int, pool: list[int]) -> Any:
+    def value() -> int:
+        if pool and rng.random() < 0.7:
+            return rng.choice(pool) & ((1 << width) - 1)
+        return rng.getrandbits(width)
+
+    if kind == "exact":
+        return Exact(value())
+    if kind == "lpm":
+        plen = rng.randint(0, width)
+        return Lpm(value() & (((1 << plen) - 1) << (width - plen)), plen)
+    if kind == "ternary":
+        m = rng.choice([0, (1 << width) - 1, rng.getrandbits(width)])
+        return Ternary(value() & m, m)
+    if kind == "range":
+        lo, hi = sorted((value(), value()))
+        return Range(lo, hi)
+    return Optional(None if rng.random() < 0.3 else value())
+
+
+def random_table_op(rng: random.Random, pipeline: Pipeline, pool: list[int]) -> Op:
+    name = rng.choice(sorted(pipeline.tables))
+    t = pipeline.tables[name]
+    matches = tuple(random_match(rng, k.match_kind, k.width, pool) for k in t.keys)
+    prio = rng.randint(1, 5) if t.needs_priority else None
+    action = rng.choice(sorted(t.actions))
+    args = tuple(
+        rng.choice([0, 1, (1 << w) - 1, rng.getrandbits(w)]) for _, w in t.actions[action].params
+    )
+    r = rng.random()
+    if r < 0.6 or not t.entries:
+        return Op("add", (name, matches, action, args, prio))
+    e = rng.choice(t.entries)
+    if r < 0.75:
+        return Op("delete", (name, e.matches, e.priority if t.needs_priority else None))
+    if r < 0.85:
+        return Op(
+            "modify", (name, e.matches, e.priority if t.needs_priority else None, action, args)
+        )
+    if r < 0.95:
+        return Op("default", (name, action, args))
+    return Op("clear", (name,))
+
+
+def random_control_op(rng: random.Random, pipeline: Pipeline, pool: list[int]) -> Op:
+    r = rng.random()
+    if r < 0.5 and pipeline.tables:
+        return random_table_op(rng, pipeline, pool)
+    if r < 0.7 and pipeline.registers:
+        name = rng.choice(sorted(pipeline.registers))
+        reg = pipeline.registers[name]
+        idx = rng.choice([0, reg.size - 1, rng.randrange(max(reg.size, 1)), reg.size])
+        return Op("reg", (name, idx, rng.choice([0, 1, rng.getrandbits(reg.width)])))
+    g = rng.choice([1, 2, 3, 256, 257])
+    if r < 0.8:
+        return Op("grp_create", (g,))
+    if r < 0.95:
+        ports = tuple(rng.sample(range(8), rng.randint(0, 3)))
+        return Op("node", (g, rng.randint(0, 5), ports))
+    return Op("grp_destroy", (g,))
+
+
+def mutate(rng: random.Random, frame: bytes) -> bytes:
+    b = bytearray(frame)
+    r = rng.random()
+    if r < 0.4 and b:
+        for _ in range(rng.randint(1, 4)):
+            i = rng.randrange(len(b))
+            b[i] ^= 1 << rng.randrange(8)
+    elif r < 0.6:
+        del b[rng.randrange(len(b) + 1) :]
+    elif r < 0.75:
+        b += bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 40)))
+    elif r < 0.9 and b:
+        i = rng.randrange(len(b))
+        b[i] = rng.getrandbits(8)
+    else:
+        return bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 120)))
+    return bytes(b)

@@ -1,0 +1,102 @@
+"""The generated engine under AddressSanitizer and UBSan, fuzzed with malformed packets.
+
+The engine is built with -fsanitize=address,undefined and loaded in a child Python with the
+ASan runtime preloaded (a sanitized shared object cannot be loaded otherwise). Any report
+aborts the child, which fails the test with the report.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from p4reduce.switch.native.build import compiler
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CHILD = r"""
+import random, sys
+from pathlib import Path
+from p4reduce.switch.frontend.compiler import CompileOptions
+from p4reduce.switch.interp.load import load_pipeline
+from p4reduce.switch.interp.matches import Exact, Lpm
+from p4reduce.switch.native.cprogram import generate
+from p4reduce.switch.native.engine import NativeSwitch
+
+root = Path(sys.argv[1])
+programs = [
+    (root / "p4src" / "dense.p4", [root / "p4src" / "include"]),
+    (root / "bmv2_tests" / "table_l3_router.p4", [root / "bmv2_tests"]),
+    (root / "bmv2_tests" / "parser_header_union.p4", [root / "bmv2_tests"]),
+]
+rng = random.Random(7)
+total = 0
+for path, inc in programs:
+    pipeline = load_pipeline(path, CompileOptions(include_dirs=inc))
+    sw = NativeSwitch(pipeline, generate(pipeline), sanitize=True)
+    for t in pipeline.tables.values():  # an entry per table so that actions run too
+        if t.keys and all(k.match_kind == "exact" for k in t.keys):
+            action = sorted(t.actions)[0]
+            args = [0] * len(t.actions[action].params)
+            try:
+                t.add_entry([Exact(0) for _ in t.keys], action, args)
+            except Exception:
+                pass
+    sw.pre.mgrp_create(1)
+    sw.pre.node_associate(1, sw.pre.node_create(0, [1, 2, 3]))
+    seeds = [bytes(rng.getrandbits(8) for _ in range(n)) for n in (0, 1, 13, 14, 33, 34, 42)]
+    seeds.append(bytes.fromhex("ffffffffffff020000000001080045000030000100004011") + bytes(40))
+    for i in range(1200):
+        f = bytearray(rng.choice(seeds))
+        for _ in range(rng.randint(0, 6)):
+            if f and rng.random() < 0.7:
+                f[rng.randrange(len(f))] = rng.getrandbits(8)
+            else:
+                f += bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 300)))
+        if rng.random() < 0.2:
+            f = f[: rng.randint(0, len(f))]
+        sw.process(rng.randrange(512), bytes(f))
+        total += 1
+    out = sw.process_batch([(1, bytes(rng.getrandbits(8) for _ in range(60))) for _ in range(50)])
+    sw.close()
+print("fuzzed", total)
+"""
+
+
+def _libasan() -> str | None:
+    cc = compiler()
+    if cc is None:
+        return None
+    try:
+        path = subprocess.run(
+            [cc, "-print-file-name=libasan.so"], capture_output=True, text=True, timeout=60
+        ).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return path if path and os.path.isabs(path) and os.path.exists(path) else None
+
+
+@pytest.mark.timeout(900)
+def test_malformed_packets_under_asan_and_ubsan(tmp_path: Path) -> None:
+    libasan = _libasan()
+    if libasan is None:
+        pytest.skip("libasan is not available (no C compiler or no sanitizer runtime)")
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = libasan
+    env["ASAN_OPTIONS"] = "detect_leaks=0:abort_on_error=1"
+    env["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1"
+    run = subprocess.run(
+        [sys.executable, "-c", CHILD, str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=880,
+        env=env,
+        check=False,
+    )
+    report = run.stderr[-4000:]
+    assert run.returncode == 0, report
+    assert "runtime error" not in run.stderr and "AddressSanitizer" not in run.stderr, report
+    assert "fuzzed 3600" in run.stdout
