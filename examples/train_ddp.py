@@ -36,6 +36,7 @@ from p4reduce.free_port import free_port
 
 PROG = "train_ddp.py"
 BACKENDS = ("gloo", "p4reduce", "hook")
+MODELS = ("mlp", "embedding")
 
 
 # ---------------------------------------------------------------------- arguments
@@ -66,6 +67,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--hidden", type=positive, default=64, help="hidden width (64)")
     p.add_argument("--depth", type=positive, default=2, help="hidden layers (2)")
     p.add_argument("--classes", type=positive, default=10, help="classes (10)")
+    p.add_argument("--model", choices=MODELS, default="mlp",
+                   help="mlp: the MLP above; embedding: an embedding table (--rows x --dim, "
+                   "each sample sums --ids rows) under a linear layer, as in recommendation "
+                   "models: most rows get no gradient in a step (default mlp)")  # fmt: skip
+    p.add_argument("--rows", type=positive, default=2048, help="embedding rows (2048)")
+    p.add_argument("--dim", type=positive, default=32, help="embedding width (32)")
+    p.add_argument("--ids", type=positive, default=1, help="embedding rows per sample (1)")
     p.add_argument("--seed", type=int, default=0, help="weights and data (0)")
     p.add_argument("--url", default=os.environ.get("P4REDUCE_URL"),
                    help="registration service of a running switch ($P4REDUCE_URL); "
@@ -165,6 +173,8 @@ def build_model(args: argparse.Namespace) -> Any:
     import torch
 
     torch.manual_seed(args.seed)  # the same initial weights on every rank (DDP checks)
+    if args.model == "embedding":
+        return embedding_model(args.rows, args.dim, args.classes)
     layers: list[Any] = []
     width = args.inputs
     for _ in range(args.depth):
@@ -172,6 +182,56 @@ def build_model(args: argparse.Namespace) -> Any:
         width = args.hidden
     layers.append(torch.nn.Linear(width, args.classes))
     return torch.nn.Sequential(*layers)
+
+
+def embedding_model(rows: int, dim: int, classes: int) -> Any:
+    """An embedding table (dense gradients: the rows a step does not touch get zeros, so a
+    bucket is mostly zero blocks) summed per sample, under a linear layer."""
+    import torch
+
+    class EmbeddingModel(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.table = torch.nn.EmbeddingBag(rows, dim, mode="sum")
+            self.head = torch.nn.Linear(dim, classes)
+
+        def forward(self, ids: Any) -> Any:
+            return self.head(self.table(ids))
+
+    return EmbeddingModel()
+
+
+@dataclass
+class Ids:
+    """The embedding model's data: rank r's batch at step t is ``ids`` row indices per
+    sample, skewed towards the low rows as item popularity is (P(id < r) = (r/rows)^(1/4)),
+    from a generator seeded with (seed, t, r); the label is the argmax of a fixed random
+    teacher's rows summed over the sample's ids."""
+
+    seed: int
+    rows: int
+    ids: int
+    classes: int
+    batch: int
+    teacher: Any = None
+
+    def __post_init__(self) -> None:
+        import torch
+
+        g = torch.Generator().manual_seed(self.seed * 7919 + 104723)
+        self.teacher = torch.randn(self.rows, self.classes, generator=g)
+
+    def batch_at(self, step: int, rank: int) -> tuple[Any, Any]:
+        import torch
+
+        g = torch.Generator().manual_seed(
+            ((self.seed * 1_000_003 + step) * 4099 + rank) & (2**63 - 1)
+        )
+        # skewed as item popularity is: P(id < r) = (r / rows)^(1/4), so a few rows are hot
+        # (they learn) and most are rarely touched (their gradient rows are zero)
+        u = torch.rand(self.batch, self.ids, generator=g, dtype=torch.float64)
+        x = (u**4 * self.rows).long().clamp_(max=self.rows - 1)
+        return x, self.teacher[x].sum(dim=1).argmax(dim=1)
 
 
 @dataclass
@@ -349,7 +409,11 @@ def loop(
     import torch.distributed as dist
 
     params = sum(p.numel() for p in model.parameters())
-    data = Data(args.seed, args.inputs, args.classes, args.batch)
+    data: Data | Ids
+    if args.model == "embedding":
+        data = Ids(args.seed, args.rows, args.ids, args.classes, args.batch)
+    else:
+        data = Data(args.seed, args.inputs, args.classes, args.batch)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr)  # plain SGD: see docs/demo.md
     loss_fn = torch.nn.CrossEntropyLoss()
     say = Printer(args, rank)
@@ -377,7 +441,8 @@ def loop(
         steps.append(row)
         say.step(row)
     summary: dict[str, Any] = {
-        "done": True, "backend": args.backend, "workers": world, "steps": args.steps,
+        "done": True, "backend": args.backend, "mode": args.mode, "model": args.model,
+        "workers": world, "steps": args.steps,
         "params": params, "lr": args.lr, "batch": args.batch, "seed": args.seed,
         "warmup": args.warmup,
         "losses": [r["loss"] for r in steps],

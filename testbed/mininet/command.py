@@ -23,14 +23,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..local import StackError
 from .experiments import EXPERIMENTS, STANDARD, Options, link_label
 from .report import table, write_csv
-from .runner import Row, run_point
+from .runner import Row, run_points
 from .stack import mininet_missing
-from .switches import KINDS, kind
+from .switches import ENGINES, K_CHOICES, KINDS, kind, supported_ks
 
 PROG = "p4reduce testbed"
-CHOICES = (*EXPERIMENTS, "training", "standard")
+CHOICES = (*EXPERIMENTS, "training", "tenants", "standard")
 
 
 class TestbedError(Exception):
@@ -68,19 +69,28 @@ def _number(kind_: type, lo: float, hi: float, what: str) -> Callable[[str], Any
     return conv
 
 
+def _k_list(text: str) -> tuple[int, ...]:
+    ks = _number_list(int, 1, 1 << 16, "K")(text)
+    bad = [k for k in ks if k not in K_CHOICES]
+    if bad:
+        raise argparse.ArgumentTypeError(f"K {bad[0]}: one of {', '.join(map(str, K_CHOICES))}")
+    return ks
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--experiment", "-e", choices=CHOICES, default="single", metavar="NAME",
-        help="single: one point from the options (default); scaling, loss, sparsity, "
-        "training; standard: scaling, loss, sparsity and training (as `make testbed`)",
+        help="single: one point from the options (default); scaling, sparsity, loss, "
+        "tenants, training; standard: all five (as `make testbed`)",
     )  # fmt: skip
     p.add_argument(
         "--workers", "-n", type=_number_list(int, 1, 32, "worker count"), metavar="N[,N...]",
-        help="hosts, one worker each (single: 2; scaling: 2,4,6,8; others: 4)",
+        help="hosts, one worker each (single: 2; scaling: 2,4,8,16; others: 4)",
     )  # fmt: skip
     p.add_argument(
-        "--bw", type=_number(float, 0, 1000, "bandwidth"), default=10.0, metavar="MBIT",
-        help="rate of every data link in Mbit/s, each direction (default 10; 0: unshaped)",
+        "--bw", type=_number_list(float, 0, 10000, "bandwidth"), metavar="MBIT[,MBIT...]",
+        help="rate of every data link in Mbit/s, each direction (default 10; scaling: 10 and "
+        "100; 0: unshaped); a list for scaling",
     )  # fmt: skip
     p.add_argument(
         "--delay", type=_number(float, 0, 1000, "delay"), default=0.0, metavar="MS",
@@ -93,7 +103,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     p.add_argument(
         "--elements", "-m", type=_number(int, 1, 1 << 26, "element count"), metavar="M",
-        help="elements per tensor (single 20000, scaling 50000, loss 20000, sparsity 100000)",
+        help="elements per tensor (single 20000; scaling 65536 at 10 Mbit/s, 262144 faster; "
+        "loss 20000; sparsity 131072; tenants 65536)",
     )  # fmt: skip
     p.add_argument(
         "--mode", choices=("dense", "sparse"), default="dense",
@@ -105,7 +116,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     p.add_argument(
         "--density", type=_number_list(float, 0, 1, "density"), metavar="D[,D...]",
-        help="fraction of non-zero 64-element blocks per worker (sparsity: 0.01 .. 1)",
+        help="fraction of non-zero K-element blocks per worker (sparsity: 0.001 .. 1)",
     )  # fmt: skip
     p.add_argument(
         "--switch", choices=KINDS, default="embedded",
@@ -122,9 +133,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "registration service's, 200)",
     )  # fmt: skip
     p.add_argument(
-        "--k", type=int, choices=(64, 256, 1024), default=64,
-        help="elements per packet, compiled into the program (default 64); K = 1024 gives the "
-        "data links a jumbo MTU (9000)",
+        "--k", type=_k_list, metavar="K[,K...]",
+        help="elements per packet, compiled into the program: 64, 256 or 1024 (default 64; "
+        "scaling 256 and 1024, sparsity 256); a list for scaling. K = 1024 gives the data "
+        "links a jumbo MTU (9000)",
+    )  # fmt: skip
+    p.add_argument(
+        "--engine", choices=ENGINES,
+        help="the embedded switch's engine (p4reduce-switch --engine; default: native where "
+        "the switch has it)",
+    )  # fmt: skip
+    p.add_argument(
+        "--steps", type=_number(int, 1, 10000, "step count"), default=15, metavar="T",
+        help="training: SGD steps per run (default 15; the first 5, or fewer, are warm-up)",
     )  # fmt: skip
     p.add_argument("--no-gloo", action="store_true", help="skip the gloo baseline")
     p.add_argument(
@@ -142,10 +163,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def options_of(args: argparse.Namespace) -> Options:
     return Options(
-        workers=args.workers, bw=args.bw or None, delay_ms=args.delay or None, loss=args.loss,
+        workers=args.workers, bws=args.bw, delay_ms=args.delay or None, loss=args.loss,
         elements=args.elements, density=args.density, mode=args.mode, dtype=args.dtype,
         repeat=args.repeat, gloo=not args.no_gloo, retx_ms=args.retx_ms, timeout=args.timeout,
-        k=args.k,
+        ks=args.k, steps=args.steps,
     )  # fmt: skip
 
 
@@ -153,16 +174,27 @@ def options_of(args: argparse.Namespace) -> Options:
 def run_experiment(
     name: str, opts: Options, args: argparse.Namespace, say: Callable[[str], None]
 ) -> list[Row]:
+    switch = kind(args.switch, args.engine)
     if name == "training":
         from .training import run_training
 
-        return run_training(opts, kind(args.switch), args.out, say, quiet=args.json)
+        return run_training(opts, switch, args.out, say, quiet=args.json)
+    if name == "tenants":
+        from .tenants import run_tenants
+
+        return run_tenants(opts, switch, args.out, say, quiet=args.json)
     exp = EXPERIMENTS[name]
-    switch = kind(args.switch)
     rows: list[Row] = []
-    for point in exp.points(opts):
-        say(f"{name}: {point.workers} workers, links {point.shape.label()}")
-        rows += run_point(point, switch, out=args.out, log=say)
+    usable = supported_ks()
+    points = exp.points(opts, usable) if name == "scaling" else exp.points(opts)
+    skipped = sorted({p.k for p in points if p.k not in usable})
+    if skipped and (opts.ks or ()):
+        raise StackError(f"K = {skipped[0]}: this checkout's p4src/ builds only K = "
+                         f"{', '.join(map(str, usable))}")  # fmt: skip
+    for k in skipped:
+        say(f"{name}: skipping K = {k}: this checkout's p4src/ builds only K = "
+            f"{', '.join(map(str, usable))}")  # fmt: skip
+    rows += run_points([p for p in points if p.k in usable], switch, out=args.out, log=say)
     write_csv(rows, args.out / f"{name}.csv")
     title = f"{name}: {exp.title}\n{rows[0].workers if name != 'scaling' else 'N'} workers, "
     exp.figure(rows, args.out / f"{name}.png", title + link_label(rows))
@@ -190,12 +222,11 @@ def cmd_testbed(args: argparse.Namespace) -> int:
     if why is not None:
         print(f"{PROG}: error: {why}", file=sys.stderr)
         return 1
-    from ..local import StackError
 
     try:
-        kind(args.switch).check()
+        kind(args.switch, args.engine).check()
         opts = options_of(args)
-        names = (*STANDARD, "training") if args.experiment == "standard" else (args.experiment,)
+        names = STANDARD if args.experiment == "standard" else (args.experiment,)
         rows: list[Row] = []
         for name in names:
             rows += run_experiment(name, opts, args, say)

@@ -13,6 +13,8 @@ line replace an experiment's defaults (``--workers 2,4`` for scaling, ``--loss 0
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +29,7 @@ class Options:
     """The command line, with None where the user left an experiment's default."""
 
     workers: tuple[int, ...] | None = None
-    bw: float | None = 10.0
+    bws: tuple[float, ...] | None = None  # Mbit/s; 0: unshaped; a list for scaling
     delay_ms: float | None = None
     loss: tuple[float, ...] | None = None
     elements: int | None = None
@@ -37,23 +39,34 @@ class Options:
     repeat: int = 3
     warmup: int = 1
     seed: int = 0
-    k: int = 64
+    ks: tuple[int, ...] | None = None  # elements per packet; a list for scaling
     slots: int = 64
     gloo: bool = True
     retx_ms: int | None = None
     timeout: float = 300.0
+    steps: int = 15  # training
 
-    def shape(self, loss: float = 0.0) -> LinkShape:
-        return LinkShape(bw=self.bw or None, delay_ms=self.delay_ms or None, loss=loss)
+    @property
+    def bw(self) -> float | None:
+        """The link rate of the experiments that use one (10 Mbit/s unless given)."""
+        bw = (self.bws or (10.0,))[0]
+        return bw or None
+
+    def k(self, default: int) -> int:
+        return (self.ks or (default,))[0]
+
+    def shape(self, loss: float = 0.0, bw: float | None = None) -> LinkShape:
+        rate = self.bw if bw is None else (bw or None)
+        return LinkShape(bw=rate, delay_ms=self.delay_ms or None, loss=loss)
 
     def point(self, experiment: str, workers: int, shape: LinkShape, items: Sequence[Item],
               *, program: str = "dense", gloo_items: Sequence[Item] | None = None,
-              retx_ms: int | None = None) -> Point:  # fmt: skip
+              retx_ms: int | None = None, k: int = 64) -> Point:  # fmt: skip
         gl = None if gloo_items is None else tuple(gloo_items)
         return Point(
             experiment, workers, shape, tuple(items), program=program,
             gloo_items=gl if self.gloo else (), repeat=self.repeat, warmup=self.warmup,
-            seed=self.seed, k=self.k, slots=self.slots, retx_ms=self.retx_ms or retx_ms,
+            seed=self.seed, k=k, slots=self.slots, retx_ms=self.retx_ms or retx_ms,
             timeout=self.timeout,
         )  # fmt: skip
 
@@ -73,9 +86,17 @@ def by(rows: Sequence[Row], backend: str, mode: str | None = None) -> list[Row]:
 
 
 def link_label(rows: Sequence[Row]) -> str:
+    """The switch, the link rates, K and the data links' MTU of these rows."""
     r = rows[0]
-    shape = LinkShape(r.bw_mbit, r.delay_ms, 0.0).label()
-    return f"{r.switch} switch, links {shape}"
+    rates = sorted({x.bw_mbit or 0.0 for x in rows})
+    if len(rates) > 1:
+        shape = ", ".join(f"{b:g}" if b else "unshaped" for b in rates) + " Mbit/s"
+    else:
+        shape = LinkShape(r.bw_mbit, r.delay_ms, 0.0).label()
+    ks = sorted({x.k for x in rows})
+    mtus = sorted({x.mtu for x in rows})
+    return (f"{r.switch} switch, links {shape}, K = {', '.join(map(str, ks))}, "
+            f"MTU {', '.join(map(str, mtus))}")  # fmt: skip
 
 
 # ---------------------------------------------------------------------- single
@@ -84,7 +105,7 @@ def single_points(o: Options) -> list[Point]:
     loss = (o.loss or (0.0,))[0]
     density = (o.density or (1.0,))[0]
     item = Item(o.elements or 20_000, o.dtype or "float32", o.mode, density)
-    return [o.point("single", n, o.shape(loss), [item], program=o.mode)]
+    return [o.point("single", n, o.shape(loss), [item], program=o.mode, k=o.k(64))]
 
 
 def single_summary(rows: list[Row]) -> list[str]:
@@ -103,9 +124,39 @@ def single_figure(rows: list[Row], path: Path, title: str) -> None:
 
 
 # ---------------------------------------------------------------------- scaling
-def scaling_points(o: Options) -> list[Point]:
-    item = Item(o.elements or 50_000, "float32", "dense")
-    return [o.point("scaling", n, o.shape(), [item]) for n in (o.workers or (2, 4, 6, 8))]
+SCALING_SERIES = ((10.0, 256, (2, 4, 8, 16)), (100.0, 1024, (2, 4, 8)))
+"""The standard scaling set: (link Mbit/s, K, worker counts); where p4src/ does not build
+K = 1024, the 100 Mbit/s series runs K = 256. 16 workers only at 10 Mbit/s, and without
+gloo there (GLOO_MAX_WORKERS): sixteen torch processes starting on the two cores take
+minutes. ``--bw``, ``--k`` and ``--workers`` replace the set by their product (with gloo
+at every point)."""
+GLOO_MAX_WORKERS = 8
+TARGET_FLAT = 1.15  # p4reduce(8) / p4reduce(2)
+TARGET_GLOO = 0.65  # p4reduce(8) / gloo(8); the ideal is (N=8) 1 / (2 * 7 / 8) = 0.57
+
+
+def scaling_elements(bw: float | None) -> int:
+    """A tensor whose link time is a few hundred ms: 256 KiB at 10 Mbit/s, 1 MiB faster."""
+    return 65_536 if bw is not None and bw <= 10 else 262_144
+
+
+def scaling_points(o: Options, ks: Sequence[int] = (64, 256, 1024)) -> list[Point]:
+    """``ks``: the K values p4src/ builds (``switches.supported_ks``)."""
+    standard = o.bws is None and o.ks is None and o.workers is None
+    if standard:
+        series = tuple((bw, k if k in ks else 256, ns) for bw, k, ns in SCALING_SERIES)
+    else:
+        series = tuple(
+            (bw, k, o.workers or (2, 4, 8))
+            for bw in (o.bws or (10.0,)) for k in (o.ks or (256,))
+        )  # fmt: skip
+    points = []
+    for bw, k, workers in series:
+        item = Item(o.elements or scaling_elements(bw or None), "float32", "dense")
+        for n in workers:
+            gloo = None if not standard or n <= GLOO_MAX_WORKERS else []
+            points.append(o.point("scaling", n, o.shape(0.0, bw), [item], k=k, gloo_items=gloo))
+    return points
 
 
 def growth(rows: Sequence[Row]) -> float:
@@ -113,57 +164,93 @@ def growth(rows: Sequence[Row]) -> float:
     return rows[-1].seconds / rows[0].seconds if rows and rows[0].seconds else float("nan")
 
 
+def series_of(rows: Sequence[Row]) -> dict[tuple[float | None, int], list[Row]]:
+    """The rows of each (link rate, K) series, in the order they came."""
+    out: dict[tuple[float | None, int], list[Row]] = {}
+    for r in rows:
+        out.setdefault((r.bw_mbit, r.k), []).append(r)
+    return out
+
+
+def scaling_verdicts(rows: Sequence[Row]) -> list[dict[str, object]]:
+    """Per (link rate, K): the two targets' ratios where both of their points exist."""
+    found = []
+    for (bw, k), rs in series_of(rows).items():
+        p4 = {r.workers: r for r in by(rs, "p4reduce")}
+        gl = {r.workers: r for r in by(rs, "gloo")}
+        v: dict[str, object] = {"bw_mbit": bw, "k": k}
+        if 2 in p4 and 8 in p4 and p4[2].seconds:
+            v["flat"] = p4[8].seconds / p4[2].seconds
+        if 8 in p4 and 8 in gl and gl[8].seconds:
+            v["vs_gloo"] = p4[8].seconds / gl[8].seconds
+        found.append(v)
+    return found
+
+
 def scaling_summary(rows: list[Row]) -> list[str]:
-    p4, gl = by(rows, "p4reduce"), by(rows, "gloo")
-    if len(p4) < 2:
-        return []
-    lo, hi = min(r.workers for r in p4), max(r.workers for r in p4)
-    g = growth(p4)
-    lines = [f"time from {lo} to {hi} workers: p4reduce x{g:.2f}"
-             + (f", gloo x{growth(gl):.2f}" if len(gl) > 1 else "")]  # fmt: skip
-    verdict = (
-        "independent of the worker count" if g < 1.25 else "NOT independent of the worker count"
-    )
-    lines.append(
-        f"p4reduce's time is {verdict} here (SwitchML's claim, on a line-rate switch, is x1.0)"
-    )
-    links = [r.link_ms for r in sorted(p4, key=lambda r: r.workers) if r.link_ms]
-    if links:
+    lines = []
+    for (bw, k), rs in series_of(rows).items():
+        p4, gl = by(rs, "p4reduce"), by(rs, "gloo")
+        if len(p4) < 2:
+            continue
+        lo, hi = min(r.workers for r in p4), max(r.workers for r in p4)
+        rate = f"{bw:g} Mbit/s" if bw else "unshaped"
         lines.append(
-            "its link time (what a line-rate switch would leave) stays "
-            f"{min(links):.0f}..{max(links):.0f} ms: the growth is the embedded switch, which "
-            "handles every packet of every worker in one Python process"
+            f"{rate}, K = {k}: time from {lo} to {hi} workers: p4reduce x{growth(p4):.2f}"
+            + (f", gloo x{growth(gl):.2f}" if len(gl) > 1 else "")
         )
+        links = [r.link_ms for r in p4 if r.link_ms]
+        if links:
+            lines.append(
+                f"  p4reduce's link time (a line-rate switch) {min(links):.0f}..{max(links):.0f} ms"
+            )
+    for v in scaling_verdicts(rows):
+        rate = f"{v['bw_mbit']:g} Mbit/s" if v["bw_mbit"] else "unshaped"
+        if "flat" in v:
+            f = float(v["flat"])  # type: ignore[arg-type]
+            ok = "met" if f <= TARGET_FLAT else "MISSED"
+            lines.append(f"{rate}, K = {v['k']}: p4reduce(8) / p4reduce(2) = {f:.2f} "
+                         f"(target <= {TARGET_FLAT}: {ok})")  # fmt: skip
+        if "vs_gloo" in v:
+            g = float(v["vs_gloo"])  # type: ignore[arg-type]
+            ok = "met" if g <= TARGET_GLOO else "MISSED"
+            lines.append(f"{rate}, K = {v['k']}: p4reduce / gloo at 8 workers = {g:.2f} "
+                         f"(target <= {TARGET_GLOO}, ideal 0.57: {ok})")  # fmt: skip
     return lines
 
 
 def scaling_figure(rows: list[Row], path: Path, title: str) -> None:
+    groups = series_of(rows)
     series = {}
-    for backend in ("p4reduce", "gloo"):
-        rs = sorted(by(rows, backend), key=lambda r: r.workers)
-        if rs:
-            series[f"{backend} (measured)"] = (
-                [r.workers for r in rs],
-                [r.seconds * 1e3 for r in rs],
-            )
-            if all(r.link_ms for r in rs):
-                series[f"{backend} link time"] = ([r.workers for r in rs], [r.link_ms for r in rs])
-    plot(series, path, title=title, xlabel="workers",
-         dashed=[k for k in series if k.endswith("link time")])  # fmt: skip
+    for (bw, k), rs in groups.items():
+        tag = (f"{bw:g} Mbit/s" if bw else "unshaped") + f", K={k}"
+        for backend in ("p4reduce", "gloo"):
+            b = sorted(by(rs, backend), key=lambda r: r.workers)
+            if not b:
+                continue
+            series[f"{backend} {tag}"] = ([r.workers for r in b], [r.seconds * 1e3 for r in b])
+            if backend == "p4reduce" and all(r.link_ms for r in b):
+                series[f"line-rate switch {tag}"] = ([r.workers for r in b], [r.link_ms for r in b])
+    plot(series, path, title=title, xlabel="workers", xlog=True, ylog=True,
+         ylabel="time per all-reduce (ms, log)",
+         dashed=[k for k in series if k.startswith("line-rate")])  # fmt: skip
 
 
 # ---------------------------------------------------------------------- loss
-LOSS_RETX_MS = 40  # about twice the round trip with 64 packets in flight at 10 Mbit/s
+LOSS_RETX_MS = 80  # about 4 round trips with 64 packets in flight at 10 Mbit/s (16 ms of
+# queue), leaving room for workers that a loaded 2-core machine schedules late (at 40 ms, the
+# lossless point already retransmitted there)
 
 
 def loss_points(o: Options) -> list[Point]:
-    """The first retransmission timeout is 40 ms here unless --retx-ms says otherwise: the
+    """The first retransmission timeout is 80 ms here unless --retx-ms says otherwise: the
     service's default (200 ms) is sized for slow switches, and under loss the time goes
-    to waiting for it (docs/results.md shows both)."""
+    to waiting for it (docs/results.md shows both). p4reduce only: gloo would start four
+    torch processes per loss rate (``-e single --loss P`` runs it beside p4reduce)."""
     n = (o.workers or (4,))[0]
     item = Item(o.elements or 20_000, o.dtype or "int32", "dense")
     return [
-        o.point("loss", n, o.shape(p), [item], retx_ms=LOSS_RETX_MS)
+        o.point("loss", n, o.shape(p), [item], retx_ms=LOSS_RETX_MS, k=o.k(64), gloo_items=[])
         for p in (o.loss or (0.0, 0.001, 0.01, 0.05))
     ]
 
@@ -198,44 +285,106 @@ def loss_figure(rows: list[Row], path: Path, title: str) -> None:
 
 
 # ---------------------------------------------------------------------- sparsity
-DENSITIES = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0)
+DENSITIES = (0.001, 0.01, 0.03, 0.1, 0.3, 1.0)
+SPARSE_K = 256
+AUTO_SLACK = 1.10  # mode="auto" must be within 10 % of the fastest path
+PATH_NAMES = {("p4reduce", "sparse"): "p4reduce sparse", ("p4reduce", "dense"): "p4reduce dense",
+              ("p4reduce", "auto"): "p4reduce auto", ("gloo", "agsparse"): "AGsparse (gloo)",
+              ("gloo", "ring"): "gloo ring (dense)"}  # fmt: skip
 
 
 def sparsity_points(o: Options) -> list[Point]:
+    """p4reduce sparse, dense and auto, and gloo's AGsparse, at every density; gloo's dense
+    ring at the lowest and the highest (its traffic does not depend on the zeros)."""
     n = (o.workers or (4,))[0]
-    m = o.elements or 100_000
+    m = o.elements or 131_072
     dt = o.dtype or "float32"
-    items = [Item(m, dt, mode, d) for d in (o.density or DENSITIES) for mode in ("sparse", "dense")]
+    ds = o.density or DENSITIES
+    items = [Item(m, dt, mode, d) for d in ds for mode in ("sparse", "dense", "auto")]
+    gl = [Item(m, dt, "agsparse", d) for d in ds]
+    gl += [Item(m, dt, "ring", d) for d in sorted({min(ds), max(ds)})]
     loss = (o.loss or (0.0,))[0]
-    return [o.point("sparsity", n, o.shape(loss), items, program="sparse",
-                    gloo_items=[Item(m, dt, "dense", 1.0)])]  # fmt: skip
+    return [o.point("sparsity", n, o.shape(loss), items, program="sparse", gloo_items=gl,
+                    k=o.k(SPARSE_K))]  # fmt: skip
+
+
+def path_name(r: Row) -> str:
+    return PATH_NAMES.get((r.backend, r.mode), f"{r.backend} {r.mode}")
+
+
+def sparsity_table(rows: Sequence[Row]) -> dict[float, dict[str, Row]]:
+    """density -> path name -> row; gloo's ring, measured at two densities, is carried to
+    every density in between by the nearer measurement (its bytes do not change)."""
+    out: dict[float, dict[str, Row]] = {}
+    for r in rows:
+        out.setdefault(r.density, {})[path_name(r)] = r
+    ring = sorted((d, p["gloo ring (dense)"]) for d, p in out.items() if "gloo ring (dense)" in p)
+    for d, paths in out.items():
+        if ring and "gloo ring (dense)" not in paths:
+            paths["gloo ring (dense)"] = min(ring, key=lambda x: abs(x[0] - d))[1]
+    return dict(sorted(out.items()))
+
+
+CANDIDATES = ("p4reduce sparse", "p4reduce dense", "AGsparse (gloo)")
+
+
+def crossovers(rows: Sequence[Row]) -> list[str]:
+    """Where the fastest path changes between neighbouring densities, with the density at
+    which the two cross (interpolated on log density)."""
+    table_ = sparsity_table(rows)
+    names = (*CANDIDATES, "gloo ring (dense)")
+    lines = []
+    ds = list(table_)
+    for a, b in itertools.pairwise(ds):
+        for x, y in itertools.combinations(names, 2):
+            if not all(n in table_[d] for d in (a, b) for n in (x, y)):
+                continue
+            da = table_[a][x].seconds - table_[a][y].seconds
+            db = table_[b][x].seconds - table_[b][y].seconds
+            if da * db < 0:  # the two swap places between a and b
+                t = da / (da - db)
+                d = math.exp(math.log(a) + t * (math.log(b) - math.log(a)))
+                first = x if da < 0 else y
+                lines.append(f"{x} and {y} cross at density ~{d:.3g} ({first} faster below)")
+    return lines
+
+
+def auto_verdicts(rows: Sequence[Row]) -> list[tuple[float, str, float, bool]]:
+    """Per density: (density, fastest path, auto / fastest, within 10 %)."""
+    out = []
+    for d, paths in sparsity_table(rows).items():
+        cands = [paths[c] for c in CANDIDATES if c in paths]
+        if "p4reduce auto" not in paths or not cands:
+            continue
+        best = min(cands, key=lambda r: r.seconds)
+        ratio = paths["p4reduce auto"].seconds / best.seconds if best.seconds else float("nan")
+        out.append((d, path_name(best), ratio, ratio <= AUTO_SLACK))
+    return out
 
 
 def sparsity_summary(rows: list[Row]) -> list[str]:
-    sp = {r.density: r for r in by(rows, "p4reduce", "sparse")}
-    de = {r.density: r for r in by(rows, "p4reduce", "dense")}
     lines = []
-    for d in sorted(sp):
-        if d in de and sp[d].seconds:
-            lines.append(
-                f"density {d:g}: sparse {sp[d].seconds * 1e3:.0f} ms, dense "
-                f"{de[d].seconds * 1e3:.0f} ms, speed-up x{de[d].seconds / sp[d].seconds:.2f}"
-            )
+    for d, paths in sparsity_table(rows).items():
+        parts = [f"{name} {paths[name].seconds * 1e3:.0f}" for name in (*CANDIDATES,
+                 "p4reduce auto", "gloo ring (dense)") if name in paths]  # fmt: skip
+        lines.append(f"density {d:g} (ms): " + ", ".join(parts))
+    lines += crossovers(rows)
+    for d, best, ratio, ok in auto_verdicts(rows):
+        lines.append(f"density {d:g}: fastest {best}; auto / fastest = {ratio:.2f} "
+                     f"({'within' if ok else 'NOT within'} 10 %)")  # fmt: skip
     return lines
 
 
 def sparsity_figure(rows: list[Row], path: Path, title: str) -> None:
+    table_ = sparsity_table(rows)
     series = {}
-    for mode in ("sparse", "dense"):
-        rs = sorted(by(rows, "p4reduce", mode), key=lambda r: r.density)
-        if rs:
-            series[f"p4reduce {mode}"] = ([r.density for r in rs], [r.seconds * 1e3 for r in rs])
-    gl = by(rows, "gloo")
-    if gl and series:
-        xs = sorted({r.density for r in by(rows, "p4reduce")})
-        series["gloo ring (density 1)"] = ([xs[0], xs[-1]], [gl[0].seconds * 1e3] * 2)
-    plot(series, path, title=title, xlabel="non-zero block density", xlog=True,
-         dashed=["gloo ring (density 1)"])  # fmt: skip
+    for name in (*CANDIDATES, "p4reduce auto", "gloo ring (dense)"):
+        pts = [(d, p[name].seconds * 1e3) for d, p in table_.items() if name in p]
+        if pts:
+            series[name] = ([d for d, _ in pts], [t for _, t in pts])
+    plot(series, path, title=title, xlabel="non-zero block density per worker", xlog=True,
+         ylog=True, ylabel="time per all-reduce (ms, log)",
+         dashed=["gloo ring (dense)", "p4reduce auto"])  # fmt: skip
 
 
 EXPERIMENTS: dict[str, Experiment] = {
@@ -270,4 +419,5 @@ EXPERIMENTS: dict[str, Experiment] = {
         ),
     )  # fmt: skip
 }
-STANDARD = ("scaling", "loss", "sparsity")
+STANDARD = ("scaling", "sparsity", "loss", "tenants", "training")
+"""What ``--experiment standard`` (``make testbed``) runs, in this order."""

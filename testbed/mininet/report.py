@@ -9,6 +9,8 @@ from pathlib import Path
 from .runner import Row
 
 COLUMNS = (
+    ("bw_mbit", "Mbit/s", "{:g}"),
+    ("k", "K", "{:d}"),
     ("workers", "workers", "{:d}"),
     ("loss", "loss", "{:g}"),
     ("density", "density", "{:g}"),
@@ -18,7 +20,7 @@ COLUMNS = (
     ("seconds_min", "min ms", "{:.1f}"),
     ("seconds_max", "max ms", "{:.1f}"),
     ("link_ms", "link ms", "{:.1f}"),
-    ("goodput_mbit", "Mbit/s", "{:.2f}"),
+    ("goodput_mbit", "goodput", "{:.2f}"),
     ("packets", "packets", "{:.0f}"),
     ("retransmissions", "retx", "{:.0f}"),
     ("ok", "ok", "{}"),
@@ -42,7 +44,7 @@ def cell(row: Row, key: str, fmt: str) -> str:
 def table(rows: Sequence[Row], keys: Sequence[str]) -> str:
     """A plain-text table: the varying parameters ``keys`` first, then the measurements."""
     cols = [c for c in COLUMNS if c[0] in keys] + [
-        c for c in COLUMNS if c[0] not in ("workers", "loss", "density")
+        c for c in COLUMNS if c[0] not in ("workers", "loss", "density", "bw_mbit", "k")
     ]
     cells = [[h for _, h, _ in cols]] + [[cell(r, k, f) for k, _, f in cols] for r in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(cols))]
@@ -73,6 +75,7 @@ def plot(
     xlabel: str,
     ylabel: str = "time per all-reduce (ms)",
     xlog: bool = False,
+    ylog: bool = False,
     dashed: Sequence[str] = (),
     categorical: Sequence[str] | None = None,
 ) -> None:
@@ -90,12 +93,21 @@ def plot(
         ax.set_xticks(range(len(categorical)), list(categorical))
     if xlog:
         ax.set_xscale("log")
+        xs_all = sorted({x for xs, _ in series.values() for x in xs})
+        if xs_all and all(float(x).is_integer() for x in xs_all):
+            from matplotlib.ticker import NullFormatter
+
+            ax.set_xticks(xs_all, [f"{x:g}" for x in xs_all])
+            ax.xaxis.set_minor_formatter(NullFormatter())
+    if ylog:
+        ax.set_yscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
-    ax.set_ylim(bottom=0)
+    if not ylog:
+        ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)

@@ -3,7 +3,8 @@ program), the calls to time with p4reduce and with gloo on it, their results che
 
 ``run_point(point)`` starts a ``MininetStack``, runs one plan of p4reduce calls (one job,
 one worker process per host), then one plan of gloo calls on the same hosts and links, and
-returns one ``Row`` per item and backend:
+returns one ``Row`` per item and backend (``run_points`` runs several points on one stack
+where they allow it):
 
 - ``seconds``: the median over the ``repeat`` timed calls (after ``warmup`` untimed ones)
   of the slowest worker's time for the call;
@@ -11,25 +12,27 @@ returns one ``Row`` per item and backend:
   int32; within the quantization bound for p4reduce float32; within float32 summation
   error for gloo) and the workers' results are identical;
 - ``link_ms``: the time the bytes one worker moved need at the shaped link rate, in its
-  busier direction (p4reduce: measured packets and bytes plus Ethernet/IPv4/UDP headers;
+  busier direction (p4reduce: measured packets and bytes plus Ethernet/IPv4/UDP headers,
+  less the retransmitted share;
   gloo: a ring all-reduce's 2(N-1)/N of the tensor plus TCP/IPv4/Ethernet headers). It is
   what a line-rate switch would leave, to set the measured time against.
 """
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import statistics
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..data import Checker, rank_data
-from ..local import StackError
-from .stack import LinkShape, MininetStack, make_workdir
+from ..local import StackError, WorkerResult
+from .stack import LinkShape, MininetStack, data_link_mtu, make_workdir
 from .switches import SwitchKind
 
 FRAME_OVERHEAD = 42  # Ethernet 14 + IPv4 20 + UDP 8 around every aggregation payload
@@ -89,6 +92,8 @@ class Row:
     retransmissions: float  # per call, all workers together (p4reduce)
     ok: bool
     max_abs_error: float
+    k: int = 64  # elements per packet of the program
+    mtu: int = 1500  # of the data links
     extra: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
@@ -129,7 +134,8 @@ def check_results(point: Point, item: Item, paths: list[Path], backend: str) -> 
     results = [np.load(p) for p in paths]
     identical = all(np.array_equal(results[0], r) for r in results[1:])
     if backend == "p4reduce":
-        checker = Checker(arrays, k=point.k, mode=item.mode, slots=point.slots)
+        mode = auto_choice(point, item, arrays) if item.mode == "auto" else item.mode
+        checker = Checker(arrays, k=point.k, mode=mode, slots=point.slots)
         cmps = [checker.check(r) for r in results]
         return identical and all(c.ok for c in cmps), max(c.max_abs_error for c in cmps)
     if item.dtype == "int32":
@@ -145,6 +151,24 @@ def check_results(point: Point, item: Item, paths: list[Path], backend: str) -> 
     )
 
 
+def auto_choice(point: Point, item: Item, arrays: list[np.ndarray]) -> str:
+    """The mode ``allreduce(mode="auto")`` took for these tensors: the API's own rule
+    (``host.api.decide_auto`` on the union of non-zero blocks), so that the result is
+    checked against the bound of the mode that actually ran."""
+    from p4reduce.host import wire
+    from p4reduce.host.api import AUTO_MIN_ROUNDS, decide_auto
+    from p4reduce.host.quantize import block_count, to_blocks
+
+    nb = block_count(item.elements, point.k)
+    if point.program != "sparse" or nb <= AUTO_MIN_ROUNDS * point.slots:
+        return "dense"
+    union = np.zeros(nb, dtype=bool)
+    for a in arrays:
+        union |= to_blocks(a, point.k).any(axis=1)
+    msg = decide_auto(int(union.sum()), nb, point.slots, item.dtype == "float32")
+    return "sparse" if msg == wire.MSG_SPARSE else "dense"
+
+
 def checker_exact(arrays: list[np.ndarray], result: np.ndarray) -> bool:
     return Checker(arrays).check(result).ok
 
@@ -156,6 +180,10 @@ def link_ms(
     bw = point.shape.bw
     if not bw:
         return None
+    if backend == "gloo" and item.mode == "agsparse":
+        # the allgather's bytes per worker (the workers' own count), in TCP segments
+        sent = max((ln["stats"].get("bytes_sent", 0) for c in calls for ln in c), default=0)
+        return -(-sent // TCP_MSS) * TCP_FRAME * 8 / (bw * 1e6) * 1e3
     if backend == "gloo":
         n = point.workers
         payload = 2 * (n - 1) / n * item.elements * 4
@@ -165,9 +193,14 @@ def link_ms(
     for per_rank in calls:
         for line in per_rank:
             st = line.get("stats", {})
-            up = st.get("bytes_sent", 0) + FRAME_OVERHEAD * st.get("packets_sent", 0)
+            # one copy of each packet: a line-rate switch would cause no retransmission
+            # (nor the repeated results that answer one), so they are taken out in
+            # proportion
+            sent = st.get("packets_sent", 0)
+            once = 1.0 - st.get("retransmissions", 0) / sent if sent else 1.0
+            up = st.get("bytes_sent", 0) + FRAME_OVERHEAD * sent
             down = st.get("bytes_received", 0) + FRAME_OVERHEAD * st.get("packets_received", 0)
-            worst = max(worst, up, down)
+            worst = max(worst, once * up, once * down)
     return worst * 8 / (bw * 1e6) * 1e3
 
 
@@ -199,7 +232,7 @@ def rows_for(
             Row(
                 experiment=point.experiment,
                 backend=backend,
-                mode=item.mode if backend == "p4reduce" else "ring",
+                mode=item.mode if backend == "p4reduce" or item.mode == "agsparse" else "ring",
                 workers=point.workers,
                 elements=item.elements,
                 dtype=item.dtype,
@@ -208,6 +241,8 @@ def rows_for(
                 delay_ms=point.shape.delay_ms,
                 loss=point.shape.loss,
                 switch=switch,
+                k=point.k,
+                mtu=data_link_mtu(point.k),
                 seconds=med,
                 seconds_min=min(times),
                 seconds_max=max(times),
@@ -226,6 +261,31 @@ def rows_for(
     return rows
 
 
+def stack_key(point: Point) -> tuple[Any, ...]:
+    """What a point needs of the stack: points that agree on it can share one (the link
+    loss can change on a running stack)."""
+    return (replace(point.shape, loss=0.0), point.program, point.k, point.slots, point.retx_ms)
+
+
+def run_points(
+    points: Sequence[Point],
+    switch: SwitchKind,
+    *,
+    out: Path,
+    log: Callable[[str], None] | None = None,
+) -> list[Row]:
+    """Run the points; their rows in order. Consecutive points that agree on the link
+    shape, program, K, slots and retransmission timeout share one stack (topology, switch
+    and service), built with as many hosts as the largest of them needs: each point's jobs
+    run on its first N hosts, one after another, each under its own job id. Starting a
+    stack takes most of a point's time on a loaded 2-core machine, and idle hosts cost
+    nothing."""
+    rows: list[Row] = []
+    for _, group in itertools.groupby(points, key=stack_key):
+        rows += run_group(list(group), switch, out=out, log=log)
+    return rows
+
+
 def run_point(
     point: Point,
     switch: SwitchKind,
@@ -233,32 +293,47 @@ def run_point(
     out: Path,
     log: Callable[[str], None] | None = None,
 ) -> list[Row]:
-    """Run one point; its rows (p4reduce first, then gloo). The work directory is a fresh
-    ``out/run-*``, removed afterwards, except when a part fails (StackError): it is kept
-    then for its logs, and its path is in the message."""
+    """Run one point; its rows (p4reduce first, then gloo)."""
+    return run_group([point], switch, out=out, log=log)
+
+
+def run_group(
+    points: list[Point],
+    switch: SwitchKind,
+    *,
+    out: Path,
+    log: Callable[[str], None] | None = None,
+) -> list[Row]:
+    """Run points that share one stack (``run_points``). Consecutive points with the same
+    link loss form a batch: the batch's p4reduce jobs run one after another (job i on the
+    first N_i hosts, one ``jobs_worker`` process per host for all of them), then its gloo
+    calls (one ``gloo_worker`` per host, a group of the first N_i ranks per point). Between
+    batches the loss filters are replaced (``MininetStack.set_loss``). The work directory
+    is a fresh ``out/run-*``, removed afterwards, except when a part fails (StackError):
+    it is kept then for its logs, and its path is in the message."""
+    say = log or (lambda _m: None)
+    first = points[0]
+    hosts = max(p.workers for p in points)
+    say(f"{first.experiment}: {hosts} hosts, links {first.shape.label()}, K = {first.k}, "
+        f"{len(points)} point(s)")  # fmt: skip
     workdir = make_workdir(out)
-    build_dir = out / "build"
     keep = False
     try:
         with MininetStack(
-            point.workers, point.shape, point.program, switch=switch, k=point.k,
-            slots=point.slots, workdir=workdir, build_dir=build_dir, log=log,
-            initial_timeout_ms=point.retx_ms,
+            hosts, first.shape, first.program, switch=switch, k=first.k, slots=first.slots,
+            workdir=workdir, build_dir=out / "build", log=log,
+            join_timeout=sum(p.timeout for p in points), initial_timeout_ms=first.retx_ms,
         ) as stack:  # fmt: skip
             rows = []
-            items = point.items
-            procs = stack.spawn_p4reduce(
-                plan_for(point, items, workdir, "p4reduce"), timeout=point.timeout
-            )
-            res = stack.wait(procs, point.timeout)
-            rows += rows_for(point, items, switch.name, "p4reduce", res, workdir)
-            items = gloo_items(point)
-            if items:
-                procs = stack.spawn_gloo(
-                    plan_for(point, items, workdir, "gloo"), timeout=point.timeout
-                )
-                res = stack.wait(procs, point.timeout)
-                rows += rows_for(point, items, switch.name, "gloo", res, workdir)
+            numbered = list(enumerate(points, start=1))  # the job id of each point
+            for b, (loss, batch) in enumerate(
+                itertools.groupby(numbered, key=lambda jp: jp[1].shape.loss)
+            ):
+                batch = list(batch)
+                if loss != stack.shape.loss:
+                    stack.set_loss(loss)
+                    say(f"{first.experiment}: link loss now {loss:g}")
+                rows += run_batch(stack, batch, switch, workdir, port=29500 + b)
         return rows
     except StackError as err:
         keep = True
@@ -266,3 +341,41 @@ def run_point(
     finally:
         if not keep:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def run_batch(
+    stack: MininetStack, batch: list[tuple[int, Point]], switch: SwitchKind, workdir: Path,
+    *, port: int,
+) -> list[Row]:  # fmt: skip
+    """One batch of ``run_group``: (job id, point) pairs on the running stack; their rows."""
+    points = [p for _, p in batch]
+    timeout = sum(p.timeout for p in points)
+    dirs = [workdir / f"point{job}" for job, _ in batch]
+    for d in dirs:
+        d.mkdir()
+    jobs = [(job, p.workers, plan_for(p, p.items, d, "p4reduce"))
+            for (job, p), d in zip(batch, dirs, strict=True)]  # fmt: skip
+    p4 = stack.wait(stack.spawn_p4reduce_jobs(jobs, timeout=timeout), timeout)
+    gloo_plan: list[dict[str, Any]] = []
+    spans = []
+    for p, d in zip(points, dirs, strict=True):
+        plan = plan_for(p, gloo_items(p), d, "gloo")
+        spans.append((len(gloo_plan), len(plan)))
+        gloo_plan += [{**it, "workers": p.workers} for it in plan]
+    gl: list[WorkerResult] = []
+    if gloo_plan:
+        need = max(p.workers for p in points if gloo_items(p))
+        procs = stack.spawn_gloo(gloo_plan, port=port, timeout=timeout, hosts=stack.hosts[:need])
+        gl = stack.wait(procs, timeout)
+    rows = []
+    for (job, p), d, (start, count) in zip(batch, dirs, spans, strict=True):
+        mine = [WorkerResult(r.rank, r.returncode, [ln for ln in r.lines if ln.get("job") == job])
+                for r in p4[: p.workers]]  # fmt: skip
+        rows += rows_for(p, p.items, switch.label, "p4reduce", mine, d)
+        if count:
+            mine = [WorkerResult(r.rank, r.returncode,
+                                 [{**ln, "item": ln["item"] - start} for ln in r.lines
+                                  if start <= ln["item"] < start + count])
+                    for r in gl[: p.workers]]  # fmt: skip
+            rows += rows_for(p, gloo_items(p), switch.label, "gloo", mine, d)
+    return rows

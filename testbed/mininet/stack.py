@@ -36,7 +36,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -334,42 +334,96 @@ class MininetStack:
             raise StackError(f"p4reduce-ctl serve: unexpected ready line {line!r}") from None
         self._log(f"registration service at {self.url} (management network)")
 
+    def set_loss(self, p: float) -> None:
+        """Replace the loss filter on both ends of every data link (``topology.loss_filter``:
+        drop probability ``p`` per frame and direction; 0 removes it), so one topology
+        serves several loss rates."""
+        for h in self.hosts:
+            ns = ["nsenter", f"--net=/proc/{h.pid}/ns/net", "--"]
+            for prefix, dev in ((ns, h.intf), ([], h.switch_intf)):
+                tc = [*prefix, "tc"]
+                shown = subprocess.run([*tc, "qdisc", "show", "dev", dev], capture_output=True,
+                                       text=True).stdout  # fmt: skip
+                if "clsact" not in shown:
+                    self._tc([*tc, "qdisc", "add", "dev", dev, "clsact"])
+                subprocess.run([*tc, "filter", "del", "dev", dev, "egress"],
+                               capture_output=True)  # fmt: skip
+                if p > 0:
+                    self._tc([*tc, "filter", "add", "dev", dev, "egress", "bpf", "da",
+                              "bytecode", topology.loss_filter(p)])  # fmt: skip
+        self.shape = replace(self.shape, loss=p)
+
+    @staticmethod
+    def _tc(args: list[str]) -> None:
+        done = subprocess.run(args, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise StackError(f"{' '.join(args)}: {last_line_of(done.stderr) or done.returncode}")
+
     # ------------------------------------------------------------------ workers
     def spawn_p4reduce(
-        self, plan: Sequence[dict[str, Any]], *, job_id: int = JOB_ID, timeout: float = 120.0
-    ) -> list[Proc]:
+        self, plan: Sequence[dict[str, Any]], *, job_id: int = JOB_ID, timeout: float = 120.0,
+        hosts: Sequence[Host] | None = None,
+    ) -> list[Proc]:  # fmt: skip
         """One ``p4reduce.testbed.worker`` per host, rank r in host r + 1, bound on the
-        host's data address (so its traffic crosses the P4 switch)."""
+        host's data address (so its traffic crosses the P4 switch). ``hosts``: a job on
+        these hosts only (ranks in their order), beside others on the same switch."""
         self._seq += 1
         text = json.dumps(list(plan))
         procs = []
+        members = list(self.hosts if hosts is None else hosts)
         env = {JOB_SECRET_ENV: new_secret()}  # the job's secret: environment, never argv
-        for h in self.hosts:
+        for rank, h in enumerate(members):
             args = [
                 sys.executable, "-m", "p4reduce.testbed.worker", "--url", self.url,
-                "--job", str(job_id), "--rank", str(h.rank), "--n", str(self.n),
+                "--job", str(job_id), "--rank", str(rank), "--n", str(len(members)),
                 "--bind", h.ip, "--mac", h.mac, "--switch-port", str(h.switch_port),
                 "--slots", str(self.slots), "--timeout", f"{timeout:g}", "--plan", text,
             ]  # fmt: skip
-            procs.append(self.spawn_in(h, f"p4reduce{self._seq}-{h.rank}", args, env=env))
+            procs.append(self.spawn_in(h, f"p4reduce{self._seq}-{rank}", args, env=env))
+        return procs
+
+    def spawn_p4reduce_jobs(
+        self, jobs: Sequence[tuple[int, int, Sequence[dict[str, Any]]]], *, timeout: float = 120.0
+    ) -> list[Proc]:
+        """Several p4reduce jobs one after another, ``(job_id, n, plan)`` each on the first
+        n hosts, with one ``jobs_worker`` process per host for all of them (rank i in host
+        i + 1); the processes of the largest job's hosts."""
+        self._seq += 1
+        hosts = self.hosts[: max(n for _, n, _ in jobs)]
+        # one secret for the batch's jobs (each registers with it): environment, never argv
+        env = {JOB_SECRET_ENV: new_secret()}
+        procs = []
+        for i, h in enumerate(hosts):
+            mine = [{"job": j, "rank": i, "n": n, "plan": list(plan)} for j, n, plan in jobs
+                    if i < n]  # fmt: skip
+            args = [
+                sys.executable, "-m", "p4reduce.testbed.mininet.jobs_worker", "--url",
+                self.url, "--host", str(i), "--bind", h.ip, "--mac", h.mac,
+                "--switch-port", str(h.switch_port), "--slots", str(self.slots),
+                "--timeout", f"{timeout:g}", "--jobs", json.dumps(mine),
+            ]  # fmt: skip
+            procs.append(self.spawn_in(h, f"p4reduce{self._seq}-{i}", args, env=env))
         return procs
 
     def spawn_gloo(
-        self, plan: Sequence[dict[str, Any]], *, port: int = 29500, timeout: float = 120.0
-    ) -> list[Proc]:
+        self, plan: Sequence[dict[str, Any]], *, port: int = 29500, timeout: float = 120.0,
+        hosts: Sequence[Host] | None = None,
+    ) -> list[Proc]:  # fmt: skip
         """One gloo worker per host (``gloo_worker``): rendezvous at rank 0's management
-        address, all-reduce traffic on the data interfaces, through the P4 switch."""
+        address, all-reduce traffic on the data interfaces, through the P4 switch.
+        ``hosts``: a group of these hosts only (ranks in their order)."""
         self._seq += 1
         text = json.dumps(list(plan))
-        master = f"{self.hosts[0].mgmt_ip}:{port}"
+        members = list(self.hosts if hosts is None else hosts)
+        master = f"{members[0].mgmt_ip}:{port}"
         procs = []
-        for h in self.hosts:
+        for rank, h in enumerate(members):
             args = [
                 sys.executable, "-m", "p4reduce.testbed.mininet.gloo_worker",
-                "--master", master, "--rank", str(h.rank), "--n", str(self.n),
+                "--master", master, "--rank", str(rank), "--n", str(len(members)),
                 "--iface", h.intf, "--timeout", f"{timeout:g}", "--plan", text,
             ]  # fmt: skip
-            procs.append(self.spawn_in(h, f"gloo{self._seq}-{h.rank}", args))
+            procs.append(self.spawn_in(h, f"gloo{self._seq}-{rank}", args))
         return procs
 
     def wait(self, procs: Sequence[Proc], timeout: float) -> list[WorkerResult]:

@@ -6,7 +6,10 @@ Both take the switch-side veths as raw ports (``-i N@p4r-ethN``) and serve P4Run
 commands drive both (docs/controller.md, "simple_switch_grpc").
 
 - ``embedded``: the program is compiled with ``p4reduce-p4c`` (our JSON IR) and loaded at
-  start; the process prints a ``ready`` line with its P4Runtime address.
+  start; the process prints a ``ready`` line with its P4Runtime address. Its engine
+  (``--engine native|python``) is passed only where ``p4reduce-switch --help`` offers the
+  option, so the testbed runs on builds from before the native engine too (the Python
+  interpreter, named ``python`` in the tables).
 - ``bmv2``: needs ``simple_switch_grpc`` and ``p4c`` on PATH (BMv2 loads only p4c's JSON);
   it starts with ``--no-p4`` and gets the pipeline from ``p4reduce-ctl push``. It prints
   no ready line, so readiness is its gRPC port accepting connections. Nothing here
@@ -15,6 +18,8 @@ commands drive both (docs/controller.md, "simple_switch_grpc").
 
 from __future__ import annotations
 
+import functools
+import re
 import shutil
 import socket
 import subprocess
@@ -25,6 +30,21 @@ from ...free_port import free_port
 from ..local import StackError, command, find_p4src
 
 KINDS = ("embedded", "bmv2")
+K_CHOICES = (64, 256, 1024)  # what the command line accepts; supported_ks() what p4src/ builds
+
+
+def supported_ks() -> tuple[int, ...]:
+    """The K values this checkout's programs compile for, from the guard in
+    ``p4src/include/constants.p4`` (``#if K != 64 && K != 256 ...``), so the testbed runs
+    on a checkout from before K = 1024 too."""
+    try:
+        text = (find_p4src() / "include" / "constants.p4").read_text()
+    except (StackError, OSError):
+        return (64,)
+    m = re.search(r"#if\s+(K\s*!=\s*\d+(?:\s*&&\s*K\s*!=\s*\d+)*)", text)
+    if m is None:
+        return (64,)
+    return tuple(sorted(int(v) for v in re.findall(r"\d+", m[1])))
 
 
 def accepts(addr: str) -> bool:
@@ -36,15 +56,42 @@ def accepts(addr: str) -> bool:
         return False
 
 
+ENGINES = ("native", "python")
+
+
+@functools.cache
+def switch_engines() -> tuple[str, ...]:
+    """The engines this checkout's ``p4reduce-switch`` offers (``--engine``); () when it
+    has no such option (a build from before the native engine: the Python interpreter)."""
+    try:
+        done = subprocess.run(
+            [command("p4reduce-switch"), "--help"], capture_output=True, text=True, timeout=60
+        )
+    except (StackError, OSError, subprocess.TimeoutExpired):
+        return ()
+    return tuple(e for e in ENGINES if "--engine" in done.stdout and e in done.stdout)
+
+
 @dataclass(frozen=True)
 class SwitchKind:
     name: str
+    engine: str | None = None  # embedded: --engine (None: the switch's default, if any)
+
+    @property
+    def label(self) -> str:
+        """The switch as the tables name it: ``embedded (native)``, ``bmv2``."""
+        if self.name != "embedded":
+            return self.name
+        return f"embedded ({self.engine or 'python'})"
 
     def check(self) -> None:
         """StackError (one line) when this switch cannot run here."""
         if self.name == "embedded":
             command("p4reduce-switch")
             command("p4reduce-p4c")
+            if self.engine is not None and self.engine not in switch_engines():
+                have = ", ".join(switch_engines()) or "no --engine option"
+                raise StackError(f"--engine {self.engine}: this p4reduce-switch offers {have}")
             return
         missing = [b for b in ("simple_switch_grpc", "p4c") if shutil.which(b) is None]
         if missing:
@@ -78,8 +125,9 @@ class SwitchKind:
         """The switch's command line: port i + 1 is ``intfs[i]``."""
         ports = [a for i, intf in enumerate(intfs, start=1) for a in ("-i", f"{i}@{intf}")]
         if self.name == "embedded":
+            engine = ["--engine", self.engine] if self.engine else []
             return [command("p4reduce-switch"), str(prefix.with_suffix(".json")), *ports,
-                    "--grpc-server-addr", grpc_addr, "--log-level", "warn"]  # fmt: skip
+                    "--grpc-server-addr", grpc_addr, "--log-level", "warn", *engine]  # fmt: skip
         return ["simple_switch_grpc", "--device-id", "1", *ports, "--no-p4", "--",
                 "--grpc-server-addr", grpc_addr, "--cpu-port", "255"]  # fmt: skip
 
@@ -89,7 +137,14 @@ class SwitchKind:
         return "127.0.0.1:0" if self.name == "embedded" else f"127.0.0.1:{free_port('tcp')}"
 
 
-def kind(name: str) -> SwitchKind:
+def kind(name: str, engine: str | None = None) -> SwitchKind:
+    """The switch ``name``; for ``embedded``, ``engine`` None picks the native engine where
+    ``p4reduce-switch`` has one, else its only (Python) engine."""
     if name not in KINDS:
         raise StackError(f"switch {name!r}: one of {', '.join(KINDS)}")
-    return SwitchKind(name)
+    if name != "embedded":
+        return SwitchKind(name)
+    if engine is None:
+        engines = switch_engines()
+        engine = "native" if "native" in engines else ("python" if engines else None)
+    return SwitchKind(name, engine)

@@ -1,6 +1,10 @@
-"""The training experiment: ``examples/train_ddp.py`` (DDP, a small MLP) with one process per
-Mininet host, once with gloo and once with the p4reduce torch.distributed backend, on the
-same hosts, links and switch; time per step.
+"""The training experiment: ``examples/train_ddp.py`` (DDP) with one process per Mininet
+host, for two models (``mlp``, dense gradients; ``embedding``, an embedding table of which a
+step touches a few rows, as in recommendation models) and three runs each: gloo, the
+p4reduce torch.distributed backend in dense mode and in ``mode="auto"`` (the switch runs the
+sparse program, which takes both), on the same hosts, links and switch; time per step and
+the loss curves. Each p4reduce run's final parameters must lie within
+``testbed/ddp_bound.py``'s tolerance of gloo's (the quantization bound carried through SGD).
 
 Each rank is started inside its host with torch's env:// variables (``RANK``,
 ``WORLD_SIZE``, ``MASTER_ADDR`` = rank 0's management address, ``MASTER_PORT``) and
@@ -16,6 +20,7 @@ losses and final parameters are compared too.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import sys
 from collections.abc import Callable
@@ -24,15 +29,26 @@ from typing import Any
 
 import numpy as np
 
+from ..ddp_bound import param_tolerance
 from ..local import StackError
-from .experiments import Options
-from .report import bars, table, write_csv
+from .experiments import Options, link_label
+from .report import write_csv
 from .runner import Row
-from .stack import MininetStack, make_workdir
+from .stack import MininetStack, data_link_mtu, make_workdir
 from .switches import SwitchKind
 
-STEPS, WARMUP = 30, 5
-MODEL = ("--inputs", "32", "--hidden", "256", "--depth", "2", "--classes", "10")
+WARMUP = 5  # steps left out of the medians (fewer when a run is shorter)
+LR = 0.2
+MODELS = {
+    # 32-256-256-10: every parameter gets a gradient at every step
+    "mlp": ("--model", "mlp", "--inputs", "32", "--hidden", "256", "--depth", "2",
+            "--classes", "10"),
+    # 2048 x 32 embedding rows, one per sample, 32 samples per worker: a worker touches at
+    # most 32 rows (1.6 %) per step, the four workers at most 128 (6 %)
+    "embedding": ("--model", "embedding", "--rows", "2048", "--dim", "32", "--ids", "1",
+                  "--classes", "10", "--batch", "32"),
+}  # fmt: skip
+RUNS = (("gloo", "ring"), ("p4reduce", "dense"), ("p4reduce", "auto"))
 
 
 def find_script() -> Path:
@@ -43,46 +59,64 @@ def find_script() -> Path:
 
 
 def run_backend(
-    stack: MininetStack, script: Path, backend: str, params: Path, timeout: float, job: int
-) -> dict[str, Any]:
+    stack: MininetStack, script: Path, model: str, backend: str, mode: str, params: Path,
+    opts: Options, job: int,
+) -> dict[str, Any]:  # fmt: skip
     """One training run; rank 0's summary."""
     master = stack.hosts[0].mgmt_ip
     procs = []
     for h in stack.hosts:
         env = {"RANK": str(h.rank), "LOCAL_RANK": "0", "WORLD_SIZE": str(stack.n),
-               "LOCAL_WORLD_SIZE": "1", "MASTER_ADDR": master, "MASTER_PORT": "29600",
+               "LOCAL_WORLD_SIZE": "1", "MASTER_ADDR": master, "MASTER_PORT": str(29600 + job),
                "GLOO_SOCKET_IFNAME": h.intf}  # fmt: skip
-        args = [sys.executable, str(script), "--backend", backend, "--steps", str(STEPS),
-                "--warmup", str(WARMUP), "--probe", "--json", "--timeout", f"{timeout:g}",
-                *MODEL, "--save-params", str(params)]  # fmt: skip
+        args = [sys.executable, str(script), "--backend", backend, "--steps", str(opts.steps),
+                "--warmup", str(min(WARMUP, opts.steps - 1)), "--probe", "--json",
+                "--timeout", f"{opts.timeout:g}",
+                "--lr", str(LR), *MODELS[model], "--save-params", str(params)]  # fmt: skip
         if backend == "p4reduce":
             args += ["--url", stack.url, "--job-id", str(job), "--bind-ip", h.ip,
-                     "--mac", h.mac, "--switch-port", str(h.switch_port)]  # fmt: skip
-        procs.append(stack.spawn_in(h, f"train-{backend}-{h.rank}", args, env=env))
-    results = stack.wait(procs, timeout + 30)
+                     "--mac", h.mac, "--switch-port", str(h.switch_port), "--mode", mode]  # fmt: skip
+        procs.append(stack.spawn_in(h, f"train-{model}-{backend}-{mode}-{h.rank}", args, env=env))
+    results = stack.wait(procs, opts.timeout + 30)
     summary = [ln for ln in results[0].lines if ln.get("done")]
     if not summary:
-        raise StackError(f"train_ddp.py --backend {backend}: rank 0 printed no summary")
+        raise StackError(
+            f"train_ddp.py --model {model} --backend {backend}: rank 0 printed no summary"
+        )
     return summary[-1]
 
 
-def row_of(s: dict[str, Any], opts: Options, stack: MininetStack, switch: str) -> Row:
+def row_of(s: dict[str, Any], model: str, mode: str, stack: MininetStack, switch: str) -> Row:
     step = s["median_step_seconds"]
     losses = s["losses"]
     per_step = s.get("stats_per_step") or {}
     return Row(
-        experiment="training", backend=s["backend"], mode="ddp", workers=s["workers"],
+        experiment="training", backend=s["backend"], mode=mode, workers=s["workers"],
         elements=s["params"], dtype="float32", density=1.0, bw_mbit=stack.shape.bw,
         delay_ms=stack.shape.delay_ms, loss=stack.shape.loss, switch=switch,
         seconds=step, seconds_min=step, seconds_max=step, calls=s["steps"] - s["warmup"],
         goodput_mbit=s["params"] * 32 / step / 1e6 if step else 0.0, link_ms=None,
-        # rank 0's counts; every rank sends as many packets in dense mode
+        # rank 0's counts times the workers (an estimate in sparse steps, where the
+        # workers' counts are alike but not equal)
         packets=per_step.get("packets_sent", 0.0) * s["workers"],
         retransmissions=per_step.get("retransmissions", 0.0) * s["workers"],
-        ok=losses[-1] < losses[0], max_abs_error=0.0,
-        extra={"allreduce_ms": s.get("median_allreduce_seconds", 0.0) * 1e3,
-               "loss_first": losses[0], "loss_last": losses[-1]},
+        ok=all(math.isfinite(x) for x in losses), max_abs_error=0.0, k=stack.k, mtu=data_link_mtu(stack.k),
+        extra={"model": model, "allreduce_ms": s.get("median_allreduce_seconds", 0.0) * 1e3,
+               "loss_first": losses[0], "loss_last": losses[-1],
+               "losses": " ".join(f"{x:.6g}" for x in losses)},
     )  # fmt: skip
+
+
+def compare(ref: dict[str, Any], run: dict[str, Any], ref_params: Path, params: Path,
+            n: int) -> dict[str, Any]:  # fmt: skip
+    """The run's final parameters against gloo's, and the bound (testbed/ddp_bound.py)."""
+    a, b = np.load(ref_params), np.load(params)
+    diff = float(np.max(np.abs(a.astype(np.float64) - b))) if a.size else 0.0
+    pmax = [max(x, y) for x, y in zip(ref["param_max"], run["param_max"], strict=True)]
+    tol = param_tolerance(n, LR, ref["input_max"], pmax).tolerance
+    dloss = max(abs(x - y) for x, y in zip(ref["losses"], run["losses"], strict=True))
+    return {"max_param_diff": diff, "param_tolerance": tol, "max_loss_diff": dloss,
+            "within_bound": diff <= tol}  # fmt: skip
 
 
 def run_training(
@@ -92,53 +126,103 @@ def run_training(
     n = (opts.workers or (4,))[0]
     loss = (opts.loss or (0.0,))[0]
     shape = opts.shape(loss)
+    k = opts.k(64)
     workdir = make_workdir(out)
-    say(f"training: {n} workers, links {shape.label()}")
+    say(f"training: {n} workers, links {shape.label()}, K = {k}")
     rows: list[Row] = []
-    saved: dict[str, Path] = {}
+    summaries: dict[tuple[str, str, str], dict[str, Any]] = {}
     try:
         with MininetStack(
-            n,
-            shape,
-            "dense",
-            switch=switch,
-            workdir=workdir,
-            build_dir=out / "build",
-            log=say,
-            initial_timeout_ms=opts.retx_ms,
-        ) as stack:
-            for job, backend in enumerate(("gloo", "p4reduce"), start=1):
-                saved[backend] = workdir / f"params-{backend}.npy"
-                s = run_backend(stack, script, backend, saved[backend], opts.timeout, job)
-                rows.append(row_of(s, opts, stack, switch.name))
-        diff = float(np.max(np.abs(np.load(saved["gloo"]) - np.load(saved["p4reduce"]))))
+            n, shape, "sparse", switch=switch, k=k, workdir=workdir, build_dir=out / "build",
+            log=say, initial_timeout_ms=opts.retx_ms,
+        ) as stack:  # fmt: skip
+            job = 0
+            for model in MODELS:
+                for backend, mode in RUNS:
+                    job += 1
+                    say(f"training: {model}, {backend} {mode}")
+                    params = workdir / f"params-{model}-{backend}-{mode}.npy"
+                    s = run_backend(stack, script, model, backend, mode, params, opts, job)
+                    s["params_path"] = params
+                    summaries[(model, backend, mode)] = s
+                    rows.append(row_of(s, model, mode, stack, switch.label))
+            for r in rows:
+                model = r.extra["model"]
+                ref = summaries[(model, "gloo", "ring")]
+                run = summaries[(model, r.backend, r.mode)]
+                c = compare(ref, run, ref["params_path"], run["params_path"], n)
+                r.extra.update(c)
+                r.ok = r.ok and bool(c["within_bound"])
     except StackError as err:  # keep the logs, say where
         raise StackError(f"{err} (logs in {workdir / 'logs'})") from None
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
     shutil.rmtree(workdir, ignore_errors=True)
-    for r in rows:
-        r.extra["max_param_diff"] = diff
     write_csv(rows, out / "training.csv")
-    bars(
-        [r.backend for r in rows],
-        {"step": [r.seconds * 1e3 for r in rows],
-         "all-reduce in the step": [r.extra["allreduce_ms"] for r in rows]},
-        out / "training.png", ylabel="median time per step (ms)",
-        title=f"training: DDP, MLP of {rows[0].elements:,} parameters, {n} workers\n"
-        f"{switch.name} switch, links {shape.label()}",
-    )  # fmt: skip
+    label = link_label(rows)
+    figure(rows, out / "training.png", f"training: DDP, {n} workers\n{label}")
     if quiet:
         for r in rows:
             print(json.dumps({"experiment": "training", **r.as_dict()}), flush=True)
     else:
-        print(f"\ntraining: DDP across the testbed ({switch.name} switch, links {shape.label()})")
-        print(table(rows, ("workers",)))
-        for r in rows:
-            print(f"  {r.backend}: step {r.seconds * 1e3:.1f} ms, all-reduce "
-                  f"{r.extra['allreduce_ms']:.1f} ms, loss {r.extra['loss_first']:.3f} -> "
-                  f"{r.extra['loss_last']:.3f}")  # fmt: skip
-        print(f"  final parameters, gloo against p4reduce: max |difference| {diff:.3g}")
+        print(f"\ntraining: DDP across the testbed ({label})")
+        for line in training_lines(rows):
+            print(f"  {line}")
         print(f"  wrote {out / 'training.csv'} and {out / 'training.png'}", flush=True)
     return rows
+
+
+def training_lines(rows: list[Row]) -> list[str]:
+    lines = []
+    for r in rows:
+        e = r.extra
+        lines.append(
+            f"{e['model']} ({r.elements:,} parameters), {r.backend} {r.mode}: step "
+            f"{r.seconds * 1e3:.1f} ms, all-reduce {e['allreduce_ms']:.1f} ms, "
+            f"{r.packets:.0f} packets per step, loss {e['loss_first']:.4f} -> {e['loss_last']:.4f}"
+            + ("" if r.backend == "gloo" else
+               f"; vs gloo: max |dparam| {e['max_param_diff']:.3g} (bound "
+               f"{e['param_tolerance']:.3g}: {'within' if e['within_bound'] else 'OUTSIDE'}), "
+               f"max |dloss| {e['max_loss_diff']:.3g}")
+        )  # fmt: skip
+    return lines
+
+
+def figure(rows: list[Row], path: Path, title: str) -> None:
+    """Left: median step time per model and run; right: the loss curves side by side."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    models = list(dict.fromkeys(r.extra["model"] for r in rows))
+    runs = list(dict.fromkeys(f"{r.backend} {r.mode}" for r in rows))
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10.5, 4.2))
+    width = 0.8 / len(runs)
+    for i, run in enumerate(runs):
+        ys = [next(r.seconds * 1e3 for r in rows if r.extra["model"] == m
+                   and f"{r.backend} {r.mode}" == run) for m in models]  # fmt: skip
+        xs = [g + (i - (len(runs) - 1) / 2) * width for g in range(len(models))]
+        ax.bar(xs, ys, width, label=run)
+        for x, y in zip(xs, ys, strict=True):
+            ax.annotate(f"{y:.0f}", (x, y), ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(range(len(models)), models)
+    ax.set_ylabel("median time per step (ms)")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    styles = {"gloo ring": "-", "p4reduce dense": "--", "p4reduce auto": ":"}
+    for r in rows:
+        losses = [float(x) for x in r.extra["losses"].split()]
+        run = f"{r.backend} {r.mode}"
+        bx.plot(range(1, len(losses) + 1), losses, styles.get(run, "-"),
+                label=f"{r.extra['model']}, {run}")  # fmt: skip
+    bx.set_xlabel("step")
+    bx.set_ylabel("training loss (rank 0's batch)")
+    bx.grid(True, alpha=0.3)
+    bx.legend(fontsize=7)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
