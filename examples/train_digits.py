@@ -23,7 +23,6 @@ steps), the median step time, the ratio at the end and the paths the cost model 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import signal
@@ -34,6 +33,8 @@ import time
 from collections import Counter
 from datetime import timedelta
 from typing import Any
+
+from p4reduce.testbed.local import terminate
 
 from p4reduce.free_port import free_port
 
@@ -130,16 +131,7 @@ def launch(args: argparse.Namespace, argv: list[str]) -> int:
     except KeyboardInterrupt:
         status = 130
     finally:
-        for p in procs:
-            if p.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        terminate(procs)
     return 128 - status if status < 0 else status
 
 
