@@ -530,28 +530,64 @@ class ModelBuilder:
         for a in d.annotations:
             if a.name == "controller_header" and a.args and isinstance(a.args[0], A.StringLit):
                 st = self.checked.scope.names[d.name].type
-                fields = []
-                for fdecl in d.fields:
-                    ft = st.fields[fdecl.name]
-                    hf = CPHeaderField(
-                        fdecl.name,
-                        T.width_of(ft) or 0,
-                        annotation_texts(
-                            [x for x in fdecl.annotations if x.name not in ("name", "id")]
-                        ),
-                    )
-                    if isinstance(ft, (T.NewType, T.EnumT)):
-                        hf.type_name = self.user_type(ft)
-                    fields.append(hf)
                 self.model.controller_headers.append(
                     CPControllerHeader(
                         a.args[0].value,
-                        d.name,
-                        fields,
+                        # p4c knows the header by its type's control-plane name (@name wins)
+                        qualify("", d),
+                        self.controller_fields(d, st),
                         annotation_texts(d.annotations),
                         self.explicit_id(d.annotations, 0x04),
                     )
                 )
+
+    def controller_fields(self, d: A.StructLike, st: T.StructT) -> list[CPHeaderField]:
+        """The packet-metadata fields of a controller header, as p4c's FlattenHeader gives them.
+
+        A header with a struct-typed field is flattened: every leaf becomes a field named by
+        its dotted path (``s.f``; the path replaces any ``@name``), carrying the annotations
+        of the fields above it, the innermost one winning for a repeated annotation name.
+        Without a struct field the fields are the header's own, named by their ``@name``.
+        """
+        flatten = any(
+            isinstance(ft, T.StructT) and ft.kind == "struct" for ft in st.fields.values()
+        )
+        out: list[CPHeaderField] = []
+
+        def leaf(fdecl: A.FieldDecl, ft: T.Type, name: str, annos: list[A.Annotation]) -> None:
+            if not isinstance(ft, (T.Bits, T.NewType)) and not (
+                isinstance(ft, T.EnumT) and ft.underlying is not None
+            ):
+                raise CompileError(
+                    fdecl.pos,
+                    f"controller header {d.name}: field {name} has type {ft}, which is not "
+                    "bit<>, int<>, type, or serializable enum (P4Runtime packet metadata)",
+                )
+            hf = CPHeaderField(
+                name, T.width_of(ft) or 0, annotation_texts([x for x in annos if x.name != "name"])
+            )
+            if isinstance(ft, (T.NewType, T.EnumT)):
+                hf.type_name = self.user_type(ft)
+            out.append(hf)
+
+        def visit(t: T.StructT, decl: A.StructLike, path: list[str], stack: list) -> None:
+            for fdecl, (fname, ft) in zip(decl.fields, t.fields.items(), strict=True):
+                if isinstance(ft, T.StructT) and ft.decl is not None:
+                    visit(ft, ft.decl, [*path, fname], [*stack, fdecl.annotations])
+                    continue
+                merged: list[A.Annotation] = []
+                for annos in reversed([*stack, fdecl.annotations]):
+                    for x in annos:
+                        if all(m.name != x.name for m in merged):
+                            merged.append(x)
+                leaf(fdecl, ft, ".".join([*path, fname]), merged)
+
+        if flatten:
+            visit(st, d, [], [])
+        else:
+            for fdecl, ft in zip(d.fields, st.fields.values(), strict=True):
+                leaf(fdecl, ft, qualify("", fdecl), fdecl.annotations)
+        return out
 
 
 def declaration_order(program: A.Program) -> dict[int, int]:

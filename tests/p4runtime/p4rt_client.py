@@ -140,10 +140,11 @@ class Stream:
     def send(self, msg: Any) -> None:
         self.out.put(msg)
 
-    def recv(self, timeout: float = 5.0) -> Any:
+    # Generous: the machine running the tests may be loaded; a message that comes is fast.
+    def recv(self, timeout: float = 30.0) -> Any:
         return self.inq.get(timeout=timeout)
 
-    def recv_kind(self, kind: str, timeout: float = 5.0) -> Any:
+    def recv_kind(self, kind: str, timeout: float = 30.0) -> Any:
         """The next response of a kind (arbitration, packet, digest, error), skipping others."""
         while True:
             r = self.recv(timeout)
