@@ -244,14 +244,28 @@ class ModelBuilder:
         if t.name == "counter":
             self.model.counters.append(
                 CPCounter(
-                    name, self.unit(d.args[1].value), int(args[0] or 0), None, annos, explicit
+                    name,
+                    self.unit(d.args[1].value),
+                    int(args[0] or 0),
+                    None,
+                    annos,
+                    explicit,
+                    self.index_type_name(t),
                 )
             )
         elif t.name == "direct_counter":
             d.cp_pending = ("counter", name, self.unit(d.args[0].value), annos, explicit)
         elif t.name == "meter":
             self.model.meters.append(
-                CPMeter(name, self.unit(d.args[1].value), int(args[0] or 0), None, annos, explicit)
+                CPMeter(
+                    name,
+                    self.unit(d.args[1].value),
+                    int(args[0] or 0),
+                    None,
+                    annos,
+                    explicit,
+                    self.index_type_name(t),
+                )
             )
         elif t.name == "direct_meter":
             d.cp_pending = ("meter", name, self.unit(d.args[0].value), annos, explicit)
@@ -262,6 +276,7 @@ class ModelBuilder:
             reg = CPRegister(name, width, signed, int(args[0] or 0), annos, explicit)
             if isinstance(t.args.get("T"), (T.NewType, T.StructT, T.EnumT)):
                 reg.type_name = self.user_type(t.args["T"])
+            reg.index_type_name = self.index_type_name(t)
             self.model.registers.append(reg)
         elif t.name in ("action_profile", "action_selector"):
             size = args[0] if t.name == "action_profile" else args[1]
@@ -270,6 +285,12 @@ class ModelBuilder:
                     name, [], t.name == "action_selector", int(size or 0), 0, annos, explicit
                 )
             )
+
+    def index_type_name(self, t: T.ExternT) -> str | None:
+        """v1model >= 20200408 (`counter<I>`, `meter<I>`, `register<T, I>`): P4Info names the
+        index type when it is a user `type` (p4c's getTypeName), and describes it."""
+        index = t.args.get("I")
+        return self.user_type(index) if isinstance(index, T.NewType) else None
 
     def unit(self, e: A.Expr | None) -> str:
         if isinstance(e, A.Member):
@@ -374,9 +395,9 @@ class ModelBuilder:
                     if ap.name == table.implementation:
                         ap.table_names.append(name)
             elif p.name == "counters":
-                table.direct_counter = self.direct(p.value, prefix, name)
+                table.direct_counter = self.direct(p, name)
             elif p.name == "meters":
-                table.direct_meter = self.direct(p.value, prefix, name)
+                table.direct_meter = self.direct(p, name)
             elif p.name == "support_timeout":
                 table.idle_timeout = self.const(p.value) is True
         self.model.tables.append(table)
@@ -386,11 +407,26 @@ class ModelBuilder:
             return self.instances.get(id(e.sym.decl), qualify(prefix, e.sym.decl))
         return None
 
-    def direct(self, e: A.Expr, prefix: str, table: str) -> str | None:
-        if not (isinstance(e, A.Name) and getattr(e, "sym", None) is not None):
-            return None
-        decl = e.sym.decl
-        pending = getattr(decl, "cp_pending", None)
+    def direct(self, p: A.TableProperty, table: str) -> str | None:
+        """The direct counter or meter of a table's `counters`/`meters` property, added to the
+        model here: p4c emits direct resources only through the tables that use them."""
+        e = p.value
+        if isinstance(e, A.Call) and isinstance(e.type, T.ExternT):
+            # constructed in place: named like an in-place action profile (the property's
+            # @name, unqualified, else TABLE.PROPERTY); the switch refuses it at load
+            kind = "counter" if e.type.name == "direct_counter" else "meter"
+            given = name_annotation(p.annotations) or f"{table}.{p.name}"
+            pending = (
+                kind,
+                given.lstrip("."),
+                self.unit(e.args[0].value if e.args else None),
+                annotation_texts([a for a in p.annotations if a.name != "name"]),
+                self.explicit_id(p.annotations, 0x13 if kind == "counter" else 0x15),
+            )
+        elif isinstance(e, A.Name) and getattr(e, "sym", None) is not None:
+            pending = getattr(e.sym.decl, "cp_pending", None)
+        else:
+            pending = None
         if pending is None:
             return None
         kind, name, unit, annos, explicit = pending

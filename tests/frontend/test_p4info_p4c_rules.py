@@ -174,3 +174,101 @@ header packet_in_t {
     message = str(info.value)
     assert "prog.p4(8): error:" in message and "field flag has type bool" in message
 
+
+# --------------------------------------------------------------------------------------------
+# Meters (and the counters and registers that share their rules)
+
+
+METERS = """
+type bit<32> slot_t;
+"""
+
+METER_INGRESS = """
+    @brief("per flow") @my_meter("x") @id(0x33)
+    direct_meter<bit<2>>(MeterType.bytes) flow_meter;
+    direct_meter<bit<2>>(MeterType.packets) pkt_meter;
+    direct_meter<bit<2>>(MeterType.packets) dead_meter;
+    @name("port_meter") meter(32w64, MeterType.packets) pm;
+    meter<slot_t>(32w16, MeterType.bytes) typed_meter;
+    counter<slot_t>(32w8, CounterType.packets_and_bytes) typed_counter;
+    register<bit<8>, slot_t>(32w4) typed_register;
+    action color_bytes() { flow_meter.read(m.x[1:0]); }
+    action color_packets() { pkt_meter.read(m.x[3:2]); }
+    action color_dead() { dead_meter.read(m.x[5:4]); }
+    table by_dst { key = { h.e.d: exact; } actions = { color_bytes; } meters = flow_meter; }
+    table by_src { key = { h.e.s: exact; } actions = { color_packets; } meters = pkt_meter; }
+    table never_applied { key = { h.e.s: exact; } actions = { color_dead; } meters = dead_meter; }
+    table in_place {
+        key = { h.e.t: exact; }
+        actions = { NoAction; }
+        @name("inline_meter") @note("kept") meters = direct_meter<bit<2>>(MeterType.bytes);
+    }
+    apply {
+        by_dst.apply();
+        by_src.apply();
+        in_place.apply();
+        bit<2> c;
+        pm.execute_meter(32w1, c);
+        typed_meter.execute_meter((slot_t)1, c);
+        typed_counter.count((slot_t)2);
+        typed_register.write((slot_t)3, 8w1);
+    }
+"""
+
+
+def compile_meters(tmp_path: Path) -> p4info_pb2.P4Info:
+    path = tmp_path / "prog.p4"
+    path.write_text(
+        "#define V1MODEL_VERSION 20200408\n"
+        + PRELUDE
+        + METERS
+        + SKELETON.replace("{ingress}", METER_INGRESS)
+    )
+    return compile_file(path, CompileOptions()).p4info
+
+
+def test_direct_meters(tmp_path: Path) -> None:
+    p4info = compile_meters(tmp_path)
+    unit = p4info_pb2.MeterSpec
+    flow = by_name(p4info.direct_meters, "I.flow_meter")
+    # @id gets the direct-meter prefix 0x15; annotations as written, @brief as doc
+    assert flow.preamble.id == 0x15000033
+    assert flow.preamble.alias == "flow_meter"
+    assert list(flow.preamble.annotations) == ['@my_meter("x")']
+    assert flow.preamble.doc.brief == "per flow"
+    assert flow.spec.unit == unit.BYTES
+    by_dst = by_name(p4info.tables, "I.by_dst")
+    assert flow.direct_table_id == by_dst.preamble.id
+    assert list(by_dst.direct_resource_ids) == [flow.preamble.id]
+    pkt = by_name(p4info.direct_meters, "I.pkt_meter")
+    assert pkt.preamble.id == p4c_id(0x15, "I.pkt_meter")
+    assert pkt.spec.unit == unit.PACKETS
+    assert pkt.direct_table_id == by_name(p4info.tables, "I.by_src").preamble.id
+    # one constructed in the table: named by the property's @name, with its annotations
+    inline = by_name(p4info.direct_meters, "inline_meter")
+    assert list(inline.preamble.annotations) == ['@note("kept")']
+    assert inline.direct_table_id == by_name(p4info.tables, "I.in_place").preamble.id
+    # a direct meter exists in P4Info only through a table: the table p4c's front end
+    # removes (never applied) takes its meter along
+    names = {m.preamble.name for m in p4info.direct_meters}
+    assert names == {"I.flow_meter", "I.pkt_meter", "inline_meter"}
+    assert not p4info.meters or all(m.preamble.name != "I.dead_meter" for m in p4info.meters)
+
+
+def test_indirect_meters_counters_registers_with_index_types(tmp_path: Path) -> None:
+    p4info = compile_meters(tmp_path)
+    pm = by_name(p4info.meters, "I.port_meter")
+    assert pm.preamble.id == p4c_id(0x14, "I.port_meter")
+    assert pm.size == 64 and pm.spec.unit == p4info_pb2.MeterSpec.PACKETS
+    assert not pm.HasField("index_type_name")
+    # v1model 20200408: the index type parameter is named when it is a user `type`
+    typed = by_name(p4info.meters, "I.typed_meter")
+    assert typed.size == 16 and typed.index_type_name.name == "slot_t"
+    counter = by_name(p4info.counters, "I.typed_counter")
+    assert counter.index_type_name.name == "slot_t"
+    assert counter.spec.unit == p4info_pb2.CounterSpec.BOTH
+    register = by_name(p4info.registers, "I.typed_register")
+    assert register.index_type_name.name == "slot_t"
+    assert register.type_spec.bitstring.bit.bitwidth == 8
+    spec = p4info.type_info.new_types["slot_t"]
+    assert spec.original_type.bitstring.bit.bitwidth == 32
