@@ -19,6 +19,7 @@ from .cpmodel import (
     CPActionRef,
     CPControllerHeader,
     CPCounter,
+    CPDataType,
     CPDigest,
     CPEnum,
     CPEnumMember,
@@ -33,6 +34,7 @@ from .cpmodel import (
     CPTypeSpecField,
     CPValueSet,
 )
+from .digests import assign_digest_names
 from .errors import CompileError
 
 COUNTER_UNITS = {"packets": "PACKETS", "bytes": "BYTES", "packets_and_bytes": "BOTH"}
@@ -124,6 +126,7 @@ class ModelBuilder:
                     self.extern_instance(d, sym.type, "")
             if isinstance(d, A.StructLike) and d.kind == "header":
                 self.controller_header(d)
+        self.digests()
         # p4c lists actions in declaration order (core.p4's NoAction first)
         order = declaration_order(self.checked.program)
         self.model.actions = sorted(
@@ -204,8 +207,6 @@ class ModelBuilder:
                     self.action(target[1], "" if self.is_global(target[1]) else prefix)
                 if target and target[0] == "extern_function":
                     self.model.touches_type_info = True
-                    if target[1].name == "digest":
-                        self.digest(node)
 
     # ------------------------------------------------------------------ objects
     def explicit_id(self, annos: list[A.Annotation], prefix: int) -> int | None:
@@ -495,23 +496,42 @@ class ModelBuilder:
             )
         )
 
-    def digest(self, call: A.Call) -> None:
-        if len(call.args) != 2 or call.args[1].value is None:
-            return
-        t = getattr(call, "bindings", {}).get("T", call.args[1].value.type)
-        if not isinstance(t, T.StructT) or t.anonymous:
-            raise CompileError(call.pos, "digest data must be a struct or header value")
-        if any(dg.type_name == t.name for dg in self.model.digests):
-            return
-        self.model.digests.append(
-            CPDigest(
-                t.name,
-                t.name,
-                self.type_fields(t),
-                annotation_texts(t.decl.annotations if t.decl else []),
-            )
+    def digests(self) -> None:
+        """One P4Info digest per control-plane name, in p4c's order (digests.py)."""
+        for site in assign_digest_names(self.checked):
+            if any(dg.name == site.name for dg in self.model.digests):
+                continue
+            self.model.touches_type_info = True
+            t = site.type
+            if isinstance(t, T.StructT) and t.kind == "struct":
+                self.model.digests.append(
+                    CPDigest(site.name, self.user_type(t), self.type_fields(t))
+                )
+            else:
+                digest = CPDigest(site.name, str(t), data_type=self.data_type(t, site.call))
+                self.model.digests.append(digest)
+
+    def data_type(self, t: T.Type, call: A.Call) -> CPDataType:
+        """The P4DataTypeSpec of a digest's data type (p4c's TypeSpecConverter)."""
+        if isinstance(t, (T.NewType, T.EnumT)) or (
+            isinstance(t, T.StructT) and t.kind in ("struct", "header") and not t.anonymous
+        ):
+            return CPDataType("named", type_name=self.user_type(t))
+        if isinstance(t, T.Bits):
+            return CPDataType("bits", t.width, t.signed)
+        if t is T.BOOL:
+            return CPDataType("bool")
+        if t is T.ERROR:
+            return CPDataType("error")
+        if isinstance(t, T.Varbit):
+            return CPDataType("varbit", t.width)
+        if isinstance(t, T.TupleT):
+            return CPDataType("tuple", members=[self.data_type(e, call) for e in t.elems])
+        raise CompileError(
+            call.pos,
+            f"digest of a value of type {t}: this switch sends digests of bit<W>, int<W>, "
+            "bool, varbit, error, enums, `type`s, structs, headers and tuples of those",
         )
-        self.user_type(t)
 
     def type_fields(self, t: T.StructT) -> list[CPTypeSpecField]:
         out = []

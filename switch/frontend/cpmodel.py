@@ -194,11 +194,27 @@ class CPStruct:
 
 
 @dataclass
+class CPDataType:
+    """A P4DataTypeSpec (added for digests of any type): ``kind`` is bits, bool, varbit
+    (``bitwidth`` is the maximum), error, tuple (``members``) or named (``type_name``, a type
+    of the model's registries: struct, header, enum, serializable enum or ``type``)."""
+
+    kind: str
+    bitwidth: int = 0
+    signed: bool = False
+    type_name: str | None = None
+    members: list[CPDataType] = field(default_factory=list)
+
+
+@dataclass
 class CPDigest:
-    name: str  # the struct type's name (p4c names and hashes digests by type)
+    name: str  # the control-plane name: T's name, or digest_N (p4c names and hashes by it)
     type_name: str
     fields: list[CPTypeSpecField] = field(default_factory=list)
     annotations: Annotations = field(default_factory=list)
+    # Added for digests of any type: the data type's spec; when None, the digest is the
+    # struct `type_name` with `fields`.
+    data_type: CPDataType | None = None
 
 
 @dataclass

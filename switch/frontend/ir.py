@@ -29,6 +29,7 @@ _SKIP = {
     "elem_type",
     "target",
     "resolved",
+    "digest_name",
 }
 
 

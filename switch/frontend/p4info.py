@@ -31,6 +31,7 @@ from .cpmodel import (
     CPActionProfile,
     CPControllerHeader,
     CPCounter,
+    CPDataType,
     CPDigest,
     CPEnum,
     CPMatchField,
@@ -487,6 +488,26 @@ class _Types:
         else:
             _bitstring(f.bitwidth, f.signed, out.bitstring)
 
+    def spec_for_data(self, data: CPDataType, out: p4types_pb2.P4DataTypeSpec) -> None:
+        """A digest's data type (p4c's TypeSpecConverter): named types go to type_info."""
+        if data.kind == "named" and data.type_name:
+            self.spec_for_named(data.type_name, out)
+        elif data.kind == "bool":
+            out.bool.SetInParent()
+        elif data.kind == "error":
+            out.error.SetInParent()
+            self._add_error()
+        elif data.kind == "varbit":
+            out.bitstring.varbit.max_bitwidth = data.bitwidth
+        elif data.kind == "tuple":
+            out.tuple.SetInParent()
+            for member in data.members:
+                self.spec_for_data(member, out.tuple.members.add())
+        elif data.kind == "bits":
+            _bitstring(data.bitwidth, data.signed, out.bitstring)
+        else:
+            raise _internal(f"P4Info data type '{data.kind}' is unknown")
+
     def spec_for_named(self, name: str, out: p4types_pb2.P4DataTypeSpec) -> None:
         if name in self._new_types:
             out.new_type.name = name
@@ -858,6 +879,9 @@ class _Builder:
         # v1model digests carry no annotations: p4c serializes them from the call, not a
         # declaration.
         _set_preamble(out.preamble, digest_id, digest.name, self.symbols.alias(digest.name), [])
+        if digest.data_type is not None:
+            self.types.spec_for_data(digest.data_type, out.type_spec)
+            return
         out.type_spec.struct.name = digest.type_name
         if digest.fields or not self.types.known_struct(digest.type_name):
             self.types.add_struct(CPStruct(digest.type_name, digest.fields))

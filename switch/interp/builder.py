@@ -17,6 +17,7 @@ from ..frontend import ast as A
 from ..frontend import types as T
 from ..frontend.checker import CheckedProgram, Checker
 from ..frontend.cpbuild import iter_nodes, qualify
+from ..frontend.digests import assign_digest_names
 from . import hashes
 from .bindings import (
     BlockB,
@@ -678,4 +679,5 @@ def _division_by_zero(where: str) -> int:
 def build_pipeline(
     checked: CheckedProgram, name: str, rng: random.Random | None = None
 ) -> Pipeline:
+    assign_digest_names(checked)  # the names DigestLists are sent under, as in P4Info
     return ProgramBuilder(checked, name, rng).build()

@@ -504,7 +504,10 @@ class ExternCallGen:
         bound = getattr(e, "bindings", {}).get("T")  # digest<T>: T names the digest
         t = self.ty(bound if bound is not None and not isinstance(bound, T.TypeVar) else data.type)
         leaves = self.value_as(data, t)
-        name = self.const_name(getattr(T.strip_newtype(t), "name", "digest"), "dg")
+        # the control-plane name P4Info gives this call (digests.py); a call p4c leaves out
+        # of P4Info (in a parser or function) keeps its type's name, which nothing configures
+        cp_name = getattr(e, "digest_name", None) or getattr(T.strip_newtype(t), "name", "digest")
+        name = self.const_name(cp_name, "dg")
         self.em.line(f"P.digests.append(({name}, {tuple_code(leaves)}))")
         return ""
 

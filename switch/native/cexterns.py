@@ -33,6 +33,9 @@ class ExternTx:
         if ast.unparse(f) == "P.out.append":
             self.emit_bytes(e.args[0])
             return
+        if ast.unparse(f) == "P.digests.append":
+            # digests go to the controller through the Python engine's DigestList path
+            raise Unsupported("digest() (sending digests to the controller)")
         raise Unsupported(f"the call {ast.unparse(e)}")
 
     def fn_call(self, e: ast.Call, ret: str | None = None) -> str:

@@ -26,6 +26,7 @@ SKELETON = """
 header eth_t { bit<48> d; bit<48> s; bit<16> t; }
 struct H { eth_t e; }
 struct M { bit<32> x; bit<16> y; }
+{after}
 parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) {
     state start { pk.extract(h.e); transition accept; }
 }
@@ -40,9 +41,14 @@ V1Switch(P(), V(), I(), E(), C(), D()) main;
 """
 
 
-def compile_source(tmp_path: Path, decls: str, ingress: str = "apply {}") -> p4info_pb2.P4Info:
+def compile_source(
+    tmp_path: Path, decls: str, ingress: str = "apply {}", after: str = ""
+) -> p4info_pb2.P4Info:
+    """{decls} go before the skeleton's types, {after} after them, {ingress} into I."""
     path = tmp_path / "prog.p4"
-    path.write_text(PRELUDE + decls + SKELETON.replace("{ingress}", ingress))
+    path.write_text(
+        PRELUDE + decls + SKELETON.replace("{ingress}", ingress).replace("{after}", after)
+    )
     return compile_file(path, CompileOptions()).p4info
 
 
@@ -222,7 +228,7 @@ def compile_meters(tmp_path: Path) -> p4info_pb2.P4Info:
         "#define V1MODEL_VERSION 20200408\n"
         + PRELUDE
         + METERS
-        + SKELETON.replace("{ingress}", METER_INGRESS)
+        + SKELETON.replace("{ingress}", METER_INGRESS).replace("{after}", "")
     )
     return compile_file(path, CompileOptions()).p4info
 
@@ -272,3 +278,98 @@ def test_indirect_meters_counters_registers_with_index_types(tmp_path: Path) -> 
     assert register.type_spec.bitstring.bit.bitwidth == 8
     spec = p4info.type_info.new_types["slot_t"]
     assert spec.original_type.bitstring.bit.bitwidth == 32
+
+
+# --------------------------------------------------------------------------------------------
+# Digests of any type
+
+
+DIGEST_DECLS = """
+typedef bit<16> port_word_t;
+@name("learned_t") struct learn_t { bit<48> src; bit<9> port; }
+"""
+
+DIGEST_SUB = """
+control Sub(inout H h, inout M m) {
+    action sub_learn() { digest<bit<8>>(11, h.e.t[7:0]); }
+    table sub_t { key = { h.e.d: exact; } actions = { sub_learn; } }
+    apply {
+        sub_t.apply();
+        digest(12, m.y);
+    }
+}
+"""
+
+DIGEST_INGRESS = """
+    action unused_action() { digest<bit<4>>(99, h.e.t[3:0]); }
+    action learn_first() { digest(1, m.x); }
+    Sub() sub;
+    action learn_second() { digest<learn_t>(2, {h.e.s, sm.ingress_port}); }
+    table t {
+        key = { h.e.d: exact; }
+        actions = { learn_first; learn_second; }
+    }
+    apply {
+        digest(3, {h.e.d, true});
+        t.apply();
+        sub.apply(h, m);
+        digest<port_word_t>(4, m.y);
+        digest(5, h.e);
+        digest(6, {h.e.s, sm.ingress_port});
+    }
+"""
+
+
+def test_digest_names_and_order(tmp_path: Path) -> None:
+    p4info = compile_source(tmp_path, DIGEST_DECLS, DIGEST_INGRESS, DIGEST_SUB)
+    digests = [(d.preamble.name, d.preamble.id, d.preamble.alias) for d in p4info.digests]
+    # p4c: the control's actions in declaration order (a sub-control's where it is
+    # declared), then its apply body (a sub-control's body where it is applied); named
+    # types give their (@name) name, other types digest_N in that order; an unused action
+    # is not there
+    names = [name for name, _, _ in digests]
+    assert names == [
+        "digest_0",  # learn_first: bit<32>
+        "digest_1",  # Sub.sub_learn: bit<8>
+        "learned_t",  # learn_second: the struct's @name
+        "digest_2",  # {h.e.d, true}: tuple<bit<48>, bool>
+        "digest_3",  # Sub's body: m.y, bit<16>
+        "port_word_t",  # a typedef written as the type argument
+        "eth_t",  # a header
+        "digest_4",  # a list expression without a type argument: a tuple
+    ]
+    for name, id_, alias in digests:
+        assert id_ == p4c_id(0x17, name) and alias == name
+    specs = {d.preamble.name: d.type_spec for d in p4info.digests}
+    assert specs["learned_t"].HasField("struct")
+    assert specs["port_word_t"].bitstring.bit.bitwidth == 16
+    assert specs["eth_t"].header.name == "eth_t"
+    assert [m.name for m in p4info.type_info.headers["eth_t"].members] == ["d", "s", "t"]
+    tup = specs["digest_2"].tuple.members
+    assert tup[0].bitstring.bit.bitwidth == 48 and tup[1].HasField("bool")
+    assert [m.bitstring.bit.bitwidth for m in specs["digest_4"].tuple.members] == [48, 9]
+
+
+def test_digest_of_the_same_named_type_is_one_entry(tmp_path: Path) -> None:
+    ingress = """
+    apply {
+        digest<bit<32>>(1, m.x);
+        digest(2, h.e);
+        digest(3, h.e);
+        digest<bit<32>>(4, m.x);
+    }
+"""
+    p4info = compile_source(tmp_path, "", ingress)
+    # each unnamed call is its own digest, named calls of one type share theirs
+    assert [d.preamble.name for d in p4info.digests] == ["digest_0", "eth_t", "digest_1"]
+
+
+def test_digest_of_an_anonymous_struct_is_an_error(tmp_path: Path) -> None:
+    ingress = """
+    apply {
+        digest(1, {a = m.x, b = m.y});
+    }
+"""
+    with pytest.raises(CompileError) as info:
+        compile_source(tmp_path, "", ingress)
+    assert "anonymous struct" in str(info.value)
