@@ -7,6 +7,8 @@ with dots; ``@name("x")`` replaces the local name and ``@name(".x")`` is absolut
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import fields
 from typing import Any
 
 from . import ast as A
@@ -187,7 +189,9 @@ class ModelBuilder:
             bodies += [s for st in decl.states for s in st.stmts]
         apply_calls = set()
         if isinstance(decl, A.ControlDecl):
-            apply_calls = {id(n) for n in iter_nodes([decl.body]) if isinstance(n, A.Call)}
+            # the calls written in the apply block itself (iter_syntax: not the bodies of the
+            # actions it calls, which iter_nodes would reach through each call's target)
+            apply_calls = {id(n) for n in iter_syntax([decl.body]) if isinstance(n, A.Call)}
         for node in iter_nodes(bodies):
             if isinstance(node, A.Call):
                 func_t = getattr(node.func, "expr", None)
@@ -458,7 +462,7 @@ class ModelBuilder:
                 if p.direction:
                     continue
                 cp = CPParam(
-                    p.name,
+                    qualify("", p),  # p4c: the parameter's control-plane name (@name wins)
                     T.width_of(p.type) or 0,
                     annotation_texts([a for a in p.annotations if a.name != "name"]),
                 )
@@ -478,12 +482,21 @@ class ModelBuilder:
         elem = T.strip_newtype(getattr(d, "elem_type", None) or T.Bits(0))
         fields = []
         if isinstance(elem, T.StructT):
-            for fdecl, (fname, ft) in zip(elem.decl.fields, elem.fields.items(), strict=True):
+            for fdecl, ft in zip(elem.decl.fields, elem.fields.values(), strict=True):
                 kind = "exact"
                 for a in fdecl.annotations:
                     if a.name == "match" and a.args and isinstance(a.args[0], A.Name):
                         kind = a.args[0].name
-                fields.append(CPMatchField(fname, T.width_of(ft) or 0, kind))
+                # p4c: the field's control-plane name, its @id, its annotations (p4info.py
+                # leaves @match out) and @brief/@description as doc
+                fields.append(
+                    CPMatchField(
+                        qualify("", fdecl),
+                        T.width_of(ft) or 0,
+                        kind,
+                        annotation_texts([a for a in fdecl.annotations if a.name != "name"]),
+                    )
+                )
         else:
             fields.append(CPMatchField("", T.width_of(elem) or 0, "exact"))
         self.model.value_sets.append(
@@ -714,6 +727,22 @@ def iter_nodes(roots: list[Any]):
         for value in vars(node).values():
             if isinstance(value, (A.Node, list, tuple)):
                 stack.append(value)
+
+
+def iter_syntax(roots: list[Any]) -> Iterator[A.Node]:
+    """The syntax nodes below ``roots`` in source order, following only the tree's own fields
+    (not the checker's annotations: a call's ``target`` is the called declaration)."""
+    stack: list[Any] = [list(roots)]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (list, tuple)):
+            stack.extend(reversed(node))
+            continue
+        if not isinstance(node, A.Node) or isinstance(node, A.TypeRef):
+            continue
+        yield node
+        children = [getattr(node, f.name) for f in fields(node)]
+        stack.extend(reversed([c for c in children if isinstance(c, (A.Node, list, tuple))]))
 
 
 def build_model(checked: CheckedProgram) -> ControlPlaneModel:

@@ -17,7 +17,7 @@ take the names from ``assign_digest_names``, which stores them on the call nodes
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from . import ast as A
@@ -82,19 +82,10 @@ def _named(call: A.Call, t: T.Type, checked: CheckedProgram) -> str | None:
 
 
 def _ordered(node: Any) -> Iterator[Any]:
-    """Syntax nodes below ``node`` in source order (depth first, fields in declaration order),
-    not following the checker's annotations (a call's ``target`` is the called declaration)."""
-    stack: list[Any] = [node]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, (list, tuple)):
-            stack.extend(reversed(item))
-            continue
-        if not isinstance(item, A.Node) or isinstance(item, A.TypeRef):
-            continue
-        yield item
-        children = [getattr(item, f.name) for f in fields(item)]
-        stack.extend(reversed([c for c in children if isinstance(c, (A.Node, list, tuple))]))
+    """Syntax nodes below ``node`` in source order (cpbuild.iter_syntax)."""
+    from .cpbuild import iter_syntax
+
+    return iter_syntax([node])
 
 
 def _sub_control(call: Any) -> A.ControlDecl | None:

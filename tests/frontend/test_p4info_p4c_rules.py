@@ -373,3 +373,92 @@ def test_digest_of_an_anonymous_struct_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(CompileError) as info:
         compile_source(tmp_path, "", ingress)
     assert "anonymous struct" in str(info.value)
+
+
+# --------------------------------------------------------------------------------------------
+# What p4c's front end removes, inlines or renames
+
+
+REMOVED_DECLS = """
+action global_helper() { }
+"""
+
+REMOVED_SUB = """
+control Sub(inout H h, inout M m, inout standard_metadata_t sm) {
+    action_selector(HashAlgorithm.crc16, 32w64, 32w16) sel;
+    action helper(bit<16> v) { m.y = v; }
+    action set_x(bit<32> v) { m.x = v; helper(v[15:0]); }
+    action only_in_dead(bit<16> v) { m.y = v; }
+    action port(@name("egress_port") bit<9> p) { sm.egress_spec = p; }
+    table live {
+        key = { h.e.d: exact; h.e.s: selector; }
+        actions = { set_x; port; }
+        implementation = sel;
+    }
+    table dead {
+        key = { h.e.d: exact; h.e.s: selector; }
+        actions = { only_in_dead; }
+        implementation = sel;
+    }
+    apply { live.apply(); }
+}
+"""
+
+REMOVED_INGRESS = """
+    Sub() s1;
+    Sub() unused_instance;
+    action direct() { global_helper(); }
+    apply {
+        s1.apply(h, m, sm);
+        direct();
+    }
+"""
+
+
+def test_front_end_removals_and_inlining(tmp_path: Path) -> None:
+    p4info = compile_source(tmp_path, REMOVED_DECLS, REMOVED_INGRESS, REMOVED_SUB)
+    # actions called only from other actions are inlined and gone (global or local), so are
+    # the actions of a removed table, and a control instance never applied
+    assert [a.preamble.name for a in p4info.actions] == [
+        "NoAction",
+        "I.s1.set_x",
+        "I.s1.port",
+        "I.direct",
+    ]
+    assert [t.preamble.name for t in p4info.tables] == ["I.s1.live"]
+    # the selector lists only the tables that remain
+    (sel,) = p4info.action_profiles
+    assert sel.preamble.name == "I.s1.sel"
+    assert list(sel.table_ids) == [p4info.tables[0].preamble.id]
+    # an action parameter is named by its @name
+    port = by_name(p4info.actions, "I.s1.port")
+    assert [(p.id, p.name, p.bitwidth) for p in port.params] == [(1, "egress_port", 9)]
+
+
+def test_value_set_struct_fields_keep_ids_names_and_annotations(tmp_path: Path) -> None:
+    decls = """
+struct vs_key_t {
+    @match(ternary) bit<16> t;
+    @id(5) @brief("low half") @note("n") bit<8> lo;
+    @name("renamed") bit<8> hi;
+}
+"""
+    path = tmp_path / "prog.p4"
+    src = PRELUDE + decls + SKELETON.replace("{ingress}", "apply {}").replace("{after}", "")
+    src = src.replace(
+        "state start { pk.extract(h.e); transition accept; }",
+        "value_set<vs_key_t>(4) vs;\n"
+        "    state start { pk.extract(h.e);\n"
+        "        transition select(h.e.t, h.e.d[7:0], h.e.d[15:8]) { vs: accept; default: accept; } }",
+    )
+    path.write_text(src)
+    p4info = compile_file(path, CompileOptions()).p4info
+    (vs,) = p4info.value_sets
+    rows = [(m.id, m.name, m.bitwidth, list(m.annotations), m.doc.brief) for m in vs.match]
+    # p4c: @id first then 1, 2, ...; @name renames; annotations other than @match kept
+    assert rows == [
+        (1, "t", 16, [], ""),
+        (5, "lo", 8, ['@note("n")'], "low half"),
+        (2, "renamed", 8, [], ""),
+    ]
+    assert vs.match[0].match_type == p4info_pb2.MatchField.TERNARY
