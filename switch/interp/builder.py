@@ -65,6 +65,25 @@ class Pipeline:
     errors: list[str]
     source: str
     namespace: dict[str, Any] = field(default_factory=dict)
+    # @controller_header("packet_in"/...) string -> the header's width in the data plane (bits),
+    # which the P4Runtime server checks against the P4Info metadata it packs and unpacks
+    controller_headers: dict[str, int] = field(default_factory=dict)
+
+
+def controller_header_widths(checked: CheckedProgram) -> dict[str, int]:
+    """Data-plane widths of the program's controller headers, by annotation string."""
+    out: dict[str, int] = {}
+    for d in checked.program.decls:
+        if not (isinstance(d, A.StructLike) and d.kind == "header"):
+            continue
+        for a in d.annotations:
+            if a.name == "controller_header" and a.args and isinstance(a.args[0], A.StringLit):
+                sym = checked.scope.names.get(d.name)
+                t = sym.type if sym is not None else None
+                width = T.width_of(t) if isinstance(t, T.StructT) else None
+                if width is not None:
+                    out[a.args[0].value] = width
+    return out
 
 
 class ProgramBuilder(ExprGen, StmtGen, ExternCallGen, ParserGen, TableGen):
@@ -214,6 +233,7 @@ class ProgramBuilder(ExprGen, StmtGen, ExternCallGen, ParserGen, TableGen):
             list(self.checked.error_members),
             source,
             self.ns,
+            controller_header_widths(self.checked),
         )
 
     def block_of(self, e: A.Expr) -> tuple[Any, str, list[A.Argument], dict[str, T.Type]]:

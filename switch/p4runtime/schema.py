@@ -327,6 +327,16 @@ class Schema:
         for dm in self.direct_meters.values():
             if pipeline.direct_meters[dm.name].name != self._table_name(dm.table_id):
                 raise invalid(f"direct meter {dm.name}: attached to another table")
+        for hdr in (self.packet_in, self.packet_out):
+            # packet I/O packs the P4Info metadata widths: they must add up to the header the
+            # program emits or extracts, or every packet would be cut in the wrong place
+            width = getattr(pipeline, "controller_headers", {}).get(hdr.name) if hdr else None
+            if hdr is not None and width is not None and width != hdr.bits:
+                raise invalid(
+                    f"controller header {hdr.name}: the P4Info metadata total {hdr.bits} bits, "
+                    f"the program's header {width} bits (P4Runtime translation of its fields "
+                    "or @hidden fields are not supported by this switch)"
+                )
 
     def _table_name(self, table_id: int) -> str:
         t = self.tables.get(table_id)
