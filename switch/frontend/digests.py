@@ -101,34 +101,39 @@ def _sub_control(call: Any) -> A.ControlDecl | None:
     return None
 
 
-def _control_calls(control: A.ControlDecl, depth: int = 0) -> Iterator[A.Call]:
-    """Digest calls of a control in p4c's collection order (see the module docstring)."""
-    from .cpbuild import referenced_decls  # cpbuild imports this module
+class _Uses:
+    """cpbuild.referenced_decls per control, computed once per naming pass."""
 
+    def __init__(self) -> None:
+        self._cache: dict[int, set[int]] = {}
+
+    def of(self, control: A.ControlDecl) -> set[int]:
+        from .cpbuild import referenced_decls  # cpbuild imports this module
+
+        used = self._cache.get(id(control))
+        if used is None:
+            used = self._cache[id(control)] = referenced_decls(control)
+        return used
+
+
+def _control_calls(control: A.ControlDecl, uses: _Uses, depth: int = 0) -> Iterator[A.Call]:
+    """Digest calls of a control in p4c's collection order (see the module docstring)."""
+    yield from _actions_only(control, uses, depth)
+    yield from _body_calls(control.body, depth)
+
+
+def _actions_only(control: A.ControlDecl, uses: _Uses, depth: int) -> Iterator[A.Call]:
+    """Digest calls in a control's used actions, a sub-control's where it is declared."""
     if depth > 64:  # instances cannot be recursive; a guard against malformed input
         return
-    used = referenced_decls(control)
+    used = uses.of(control)
     for local in control.locals:
         if isinstance(local, A.ActionDecl) and id(local) in used:
             yield from (n for n in _ordered(local.body) if is_digest_call(n))
         elif isinstance(local, A.Instance) and id(local) in used:
             t = getattr(local, "inst_type", None)
             if isinstance(t, T.BlockT) and isinstance(t.decl, A.ControlDecl):
-                yield from _actions_only(t.decl, depth + 1)
-    yield from _body_calls(control.body, depth)
-
-
-def _actions_only(control: A.ControlDecl, depth: int) -> Iterator[A.Call]:
-    from .cpbuild import referenced_decls
-
-    used = referenced_decls(control)
-    for local in control.locals:
-        if isinstance(local, A.ActionDecl) and id(local) in used:
-            yield from (n for n in _ordered(local.body) if is_digest_call(n))
-        elif isinstance(local, A.Instance) and id(local) in used and depth < 64:
-            t = getattr(local, "inst_type", None)
-            if isinstance(t, T.BlockT) and isinstance(t.decl, A.ControlDecl):
-                yield from _actions_only(t.decl, depth + 1)
+                yield from _actions_only(t.decl, uses, depth + 1)
 
 
 def _body_calls(body: Any, depth: int) -> Iterator[A.Call]:
@@ -149,13 +154,17 @@ def assign_digest_names(checked: CheckedProgram) -> list[DigestSite]:
     sites: list[DigestSite] = []
     if checked.main is None:
         return sites
+    # most programs have no digest: one syntax walk says so, before any use analysis
+    if not any(is_digest_call(n) for n in _ordered(checked.program.decls)):
+        return sites
     seen: set[int] = set()
+    uses = _Uses()
     auto = 0
     for arg in checked.main.args:
         t = getattr(arg.value, "type", None)
         if not (isinstance(t, T.BlockT) and isinstance(t.decl, A.ControlDecl)):
             continue
-        for call in _control_calls(t.decl):
+        for call in _control_calls(t.decl, uses):
             if id(call) in seen:
                 continue
             seen.add(id(call))
