@@ -593,7 +593,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if "host" in only:
         fig["host"] = engines.host_rows(args.host_elements, args.k, args.slots,
-                                        1 if args.quick else 3)  # fmt: skip
+                                        1 if args.quick else 5)  # fmt: skip
     if "engines" in only:
         fig["engines"] = engines.engine_rows(
             args.engine_ks, args.engine_workers, args.engine_sizes, args.slots, args.repeat, log

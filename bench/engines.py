@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -34,6 +35,16 @@ from p4reduce.testbed.local import LocalStack
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINES = ("native", "python")
+# the host figure's: "native baseline" is the native engine with the baseline (non-AVX2)
+# copy of its lane loops (host/_engine_c.c's use_avx2), to show what AVX2 gives
+HOST_ENGINES = ("native", "native baseline", "python")
+
+
+def lanes(avx2: bool) -> bool:
+    """Pick the copy of the native core's lane loops; returns whether AVX2 runs."""
+    from p4reduce.host.protocol import native
+
+    return bool(native._C.use_avx2(avx2)) if native.available() else False
 
 
 def host_rows(m: int, ks: list[int], slots: int, reps: int) -> list[dict[str, Any]]:
@@ -50,9 +61,9 @@ def host_rows(m: int, ks: list[int], slots: int, reps: int) -> list[dict[str, An
             for k in ks:
                 best: dict[str, tuple[float, float, int]] = {}
                 runs: dict[str, Any] = {}
-                for engine in ENGINES:
+                for engine in HOST_ENGINES:
                     ses = Session(rank=0, n=1, job_id=1, job_key=1, slots=slots, k=k,
-                                  engine=engine)  # fmt: skip
+                                  engine=engine.split()[0])  # fmt: skip
                     t = UdpTransport(addr, sock=socks[0].dup())
                     run_call(ses.allreduce(x[: 50 * k * slots]), t)  # warm up
                     runs[engine] = (ses, t)
@@ -60,10 +71,14 @@ def host_rows(m: int, ks: list[int], slots: int, reps: int) -> list[dict[str, An
                 rounds = 0
                 try:
                     for _ in range(reps):
-                        for engine in ENGINES:
+                        for engine in HOST_ENGINES:
                             ses, t = runs[engine]
+                            lanes(engine != "native baseline")
                             c0, t0 = time.process_time(), time.perf_counter()
-                            end = run_call(ses.allreduce(x), t)
+                            try:
+                                end = run_call(ses.allreduce(x), t)
+                            finally:
+                                lanes(True)
                             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
                             assert isinstance(end, Done), end
                             st = end.stats
@@ -71,20 +86,26 @@ def host_rows(m: int, ks: list[int], slots: int, reps: int) -> list[dict[str, An
                             rounds = st.packets_sent
                             if engine not in best or wall < best[engine][0]:
                                 best[engine] = (wall, cpu, pkts)
+                        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+                        c0 = ru.ru_utime + ru.ru_stime
                         r = floor.run_client(addr, socks, packets, rounds, slots)
+                        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+                        cpu = ru.ru_utime + ru.ru_stime - c0  # the client process's CPU
                         pkts = int(r["packets_in"] + r["results"])
                         if "C client" not in best or r["seconds"] < best["C client"][0]:
-                            best["C client"] = (r["seconds"], float("nan"), pkts)
+                            best["C client"] = (r["seconds"], cpu, pkts)
                 finally:
                     for _, t in runs.values():
                         t.close()
                 c_pps = best["C client"][2] / best["C client"][0]
+                c_cpu = best["C client"][1] / best["C client"][2]
                 for engine, (wall, cpu, pkts) in best.items():
                     rows.append({
                         "k": k, "engine": engine, "elements": m, "slots": slots,
                         "pps": pkts / wall, "cpu_us_per_packet": cpu / pkts * 1e6,
                         "seconds": wall, "cpu_seconds": cpu, "floor_pps": c_pps,
                         "ratio_to_floor": pkts / wall / c_pps,
+                        "cpu_ratio_to_floor": c_cpu / (cpu / pkts),
                     })  # fmt: skip
     finally:
         for s in socks:
@@ -217,12 +238,13 @@ def print_host(rows: list[dict[str, Any]]) -> None:
     print("\nhost side: one worker against the C reflector (dense float32, "
           f"{rows[0]['elements']} elements, {rows[0]['slots']} slots in flight); floor: "
           "the C client sending and receiving the same packets with sendmmsg/recvmmsg "
-          "(target: native >= 0.8 of it)")  # fmt: skip
-    print(f"{'K':>5} {'engine':>9} {'packets/s':>11} {'CPU us/pkt':>11} {'ratio to C client':>18}")
+          "(target: native >= 0.8 of it); ratios: packets/s and packets per CPU second "
+          "over the C client's")  # fmt: skip
+    print(f"{'K':>5} {'engine':>15} {'packets/s':>11} {'CPU us/pkt':>11} "
+          f"{'ratio to C client':>18} {'CPU ratio':>10}")  # fmt: skip
     for r in rows:
-        cpu = "-" if r["cpu_seconds"] != r["cpu_seconds"] else f"{r['cpu_us_per_packet']:.2f}"
-        print(f"{r['k']:>5} {r['engine']:>9} {r['pps']:>11,.0f} {cpu:>11} "
-              f"{r['ratio_to_floor']:>18.2f}")  # fmt: skip
+        print(f"{r['k']:>5} {r['engine']:>15} {r['pps']:>11,.0f} {r['cpu_us_per_packet']:>11.2f} "
+              f"{r['ratio_to_floor']:>18.2f} {r['cpu_ratio_to_floor']:>10.2f}")  # fmt: skip
 
 
 def print_engines(rows: list[dict[str, Any]]) -> None:
