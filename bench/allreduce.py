@@ -511,11 +511,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out", help="bench/out")
     ap.add_argument("--host-elements", type=int, default=1_000_000,
                     help="host figure: float32 elements per call (1000000)")  # fmt: skip
-    ap.add_argument("--engine-ks", type=ints, default=[64, 256], help="engines figure: K (64,256)")
+    ap.add_argument("--engine-ks", type=ks_list, default=[64, 256, 1024],
+                    help="engines figure: K (64,256,1024)")  # fmt: skip
     ap.add_argument("--engine-workers", type=ints, default=[2, 4],
                     help="engines figure: worker counts (2,4)")  # fmt: skip
     ap.add_argument("--engine-sizes", type=ints, default=[1_000_000, 16_000_000],
                     help="engines figure: float32 elements (1000000,16000000)")  # fmt: skip
+    ap.add_argument("--engine-max-seconds", type=float, default=600.0,
+                    help="engines figure: rows estimated to run longer (warm-up + repeat "
+                    "calls, from the same engine's smaller size) are skipped, with the "
+                    "estimate printed (600)")  # fmt: skip
     ap.add_argument("--only", default="sizes,workers,density,quantize,host",
                     help="figures to run, comma-separated")  # fmt: skip
     ap.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
@@ -596,7 +601,13 @@ def main(argv: list[str] | None = None) -> int:
                                         1 if args.quick else 5)  # fmt: skip
     if "engines" in only:
         fig["engines"] = engines.engine_rows(
-            args.engine_ks, args.engine_workers, args.engine_sizes, args.slots, args.repeat, log
+            args.engine_ks,
+            args.engine_workers,
+            args.engine_sizes,
+            args.slots,
+            args.repeat,
+            log,
+            args.engine_max_seconds,
         )
 
     for name, rows in fig.items():

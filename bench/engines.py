@@ -204,10 +204,16 @@ def gloo_run(n: int, m: int, repeat: int) -> dict[str, float]:
 
 
 def engine_rows(
-    ks: list[int], workers: list[int], sizes: list[int], slots: int, repeat: int, log: Any
-) -> list[dict[str, Any]]:
+    ks: list[int], workers: list[int], sizes: list[int], slots: int, repeat: int, log: Any,
+    max_seconds: float = float("inf"),
+) -> list[dict[str, Any]]:  # fmt: skip
+    """One row per (K, workers, size, engine), next to gloo's time for the same workers and
+    size. A row whose estimated run time (the same engine's row of the next smaller size,
+    scaled by the size, for the warm-up and ``repeat`` calls) exceeds ``max_seconds`` is
+    not run: its row says so (``skipped``)."""
     rows: list[dict[str, Any]] = []
     gloo: dict[tuple[int, int], dict[str, float]] = {}
+    sizes = sorted(sizes)
     for n in workers:
         for m in sizes:
             gloo[n, m] = gloo_run(n, m, repeat)
@@ -219,17 +225,33 @@ def engine_rows(
             _switch_run(stack, 1, min(workers), min(sizes), "python", 2)
             job = 2
             for n in workers:
+                done: dict[str, tuple[int, float]] = {}  # engine: (size, seconds) of its last row
                 for m in sizes:
                     for engine in ENGINES:
+                        g = gloo[n, m]
+                        row: dict[str, Any] = {
+                            "k": k, "workers": n, "elements": m, "engine": engine,
+                            "seconds": float("nan"), "cpu_seconds": float("nan"),
+                            "gloo_seconds": g["seconds"], "gloo_cpu_seconds": g["cpu_seconds"],
+                            "time_ratio_to_gloo": float("nan"), "skipped": "",
+                        }  # fmt: skip
+                        if engine in done:
+                            m0, t0 = done[engine]
+                            est = t0 * m / m0 * (repeat + 1)
+                            if est > max_seconds:
+                                row["skipped"] = (
+                                    f"estimated {est:.0f} s (from {m0} elements: "
+                                    f"{t0:.2f} s per call) > --engine-max-seconds {max_seconds:g}"
+                                )
+                                rows.append(row)
+                                log(f"switch K={k} n={n} M={m} {engine}: {row['skipped']}")
+                                continue
                         r = _switch_run(stack, job, n, m, engine, repeat)
                         job += 1
-                        g = gloo[n, m]
-                        rows.append({
-                            "k": k, "workers": n, "elements": m, "engine": engine,
-                            "seconds": r["seconds"], "cpu_seconds": r["cpu_seconds"],
-                            "gloo_seconds": g["seconds"], "gloo_cpu_seconds": g["cpu_seconds"],
-                            "time_ratio_to_gloo": r["seconds"] / g["seconds"],
-                        })  # fmt: skip
+                        done[engine] = (m, r["seconds"])
+                        row.update(seconds=r["seconds"], cpu_seconds=r["cpu_seconds"],
+                                   time_ratio_to_gloo=r["seconds"] / g["seconds"])  # fmt: skip
+                        rows.append(row)
                         log(f"switch K={k} n={n} M={m} {engine}: {r['seconds'] * 1e3:.1f} ms")
     return rows
 
@@ -248,11 +270,15 @@ def print_host(rows: list[dict[str, Any]]) -> None:
 
 
 def print_engines(rows: list[dict[str, Any]]) -> None:
-    print("\ntime and worker CPU per all-reduce, dense float32, embedded switch, next to gloo")
+    print("\ntime and worker CPU per all-reduce, dense float32, embedded switch (the native "
+          "switch engine unless p4reduce-switch lacks it), next to gloo in the same run")  # fmt: skip
     print(f"{'K':>5} {'n':>3} {'elements':>10} {'engine':>7} {'ms':>9} {'CPU ms':>8} "
           f"{'gloo ms':>8} {'gloo CPU':>9} {'x gloo':>7}")  # fmt: skip
     for r in rows:
-        print(f"{r['k']:>5} {r['workers']:>3} {r['elements']:>10} {r['engine']:>7} "
-              f"{r['seconds'] * 1e3:>9.1f} {r['cpu_seconds'] * 1e3:>8.1f} "
-              f"{r['gloo_seconds'] * 1e3:>8.1f} {r['gloo_cpu_seconds'] * 1e3:>9.1f} "
+        head = f"{r['k']:>5} {r['workers']:>3} {r['elements']:>10} {r['engine']:>7} "
+        gloo = f"{r['gloo_seconds'] * 1e3:>8.1f} {r['gloo_cpu_seconds'] * 1e3:>9.1f}"
+        if r["skipped"]:
+            print(f"{head}{'-':>9} {'-':>8} {gloo}   skipped: {r['skipped']}")
+            continue
+        print(f"{head}{r['seconds'] * 1e3:>9.1f} {r['cpu_seconds'] * 1e3:>8.1f} {gloo} "
               f"{r['time_ratio_to_gloo']:>7.1f}")  # fmt: skip
