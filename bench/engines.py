@@ -31,7 +31,7 @@ import floor
 import numpy as np
 from p4reduce.host import AllreduceSession, UdpTransport, run_call
 from p4reduce.host.protocol import Done, Session
-from p4reduce.testbed.local import LocalStack
+from p4reduce.testbed.local import LocalStack, StackError
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINES = ("native", "python")
@@ -219,40 +219,72 @@ def engine_rows(
             gloo[n, m] = gloo_run(n, m, repeat)
             log(f"gloo n={n} M={m}: {gloo[n, m]['seconds'] * 1e3:.1f} ms")
     for k in ks:
-        with LocalStack(max(workers), "dense", k=k, slots=slots, log=log) as stack:
-            # A fresh switch's first calls are slow (seconds, with retransmissions): one
-            # discarded run first, so neither engine's figure takes that hit.
-            _switch_run(stack, 1, min(workers), min(sizes), "python", 2)
-            job = 2
-            for n in workers:
-                done: dict[str, tuple[int, float]] = {}  # engine: (size, seconds) of its last row
-                for m in sizes:
-                    for engine in ENGINES:
-                        g = gloo[n, m]
-                        row: dict[str, Any] = {
-                            "k": k, "workers": n, "elements": m, "engine": engine,
-                            "seconds": float("nan"), "cpu_seconds": float("nan"),
-                            "gloo_seconds": g["seconds"], "gloo_cpu_seconds": g["cpu_seconds"],
-                            "time_ratio_to_gloo": float("nan"), "skipped": "",
-                        }  # fmt: skip
-                        if engine in done:
-                            m0, t0 = done[engine]
-                            est = t0 * m / m0 * (repeat + 1)
-                            if est > max_seconds:
-                                row["skipped"] = (
-                                    f"estimated {est:.0f} s (from {m0} elements: "
-                                    f"{t0:.2f} s per call) > --engine-max-seconds {max_seconds:g}"
-                                )
-                                rows.append(row)
-                                log(f"switch K={k} n={n} M={m} {engine}: {row['skipped']}")
-                                continue
-                        r = _switch_run(stack, job, n, m, engine, repeat)
-                        job += 1
-                        done[engine] = (m, r["seconds"])
-                        row.update(seconds=r["seconds"], cpu_seconds=r["cpu_seconds"],
-                                   time_ratio_to_gloo=r["seconds"] / g["seconds"])  # fmt: skip
-                        rows.append(row)
-                        log(f"switch K={k} n={n} M={m} {engine}: {r['seconds'] * 1e3:.1f} ms")
+        try:
+            rows.extend(_engine_rows_k(k, workers, sizes, slots, repeat, log, max_seconds, gloo))
+        except StackError as err:  # e.g. the switch's engine compiling too slowly: say so
+            why = f"the local stack did not start: {' '.join(str(err).split())}"
+            log(f"switch K={k}: {why}")
+            rows.extend(
+                {
+                    "k": k,
+                    "workers": n,
+                    "elements": m,
+                    "engine": engine,
+                    "seconds": float("nan"),
+                    "cpu_seconds": float("nan"),
+                    "gloo_seconds": gloo[n, m]["seconds"],
+                    "gloo_cpu_seconds": gloo[n, m]["cpu_seconds"],
+                    "time_ratio_to_gloo": float("nan"),
+                    "skipped": why,
+                }  # fmt: skip
+                for n in workers
+                for m in sizes
+                for engine in ENGINES
+            )
+    return rows
+
+
+def _engine_rows_k(
+    k: int, workers: list[int], sizes: list[int], slots: int, repeat: int, log: Any,
+    max_seconds: float, gloo: dict[tuple[int, int], dict[str, float]],
+) -> list[dict[str, Any]]:  # fmt: skip
+    rows: list[dict[str, Any]] = []
+    with LocalStack(max(workers), "dense", k=k, slots=slots, log=log,
+                    start_timeout=180) as stack:  # fmt: skip
+        # A fresh switch's first calls are slow (seconds, with retransmissions): one
+        # discarded run first, so neither engine's figure takes that hit.
+        _switch_run(stack, 1, min(workers), min(sizes), "python", 2)
+        job = 2
+        for n in workers:
+            done: dict[str, tuple[int, float]] = {}  # engine: (size, seconds) of its last row
+            for m in sizes:
+                for engine in ENGINES:
+                    g = gloo[n, m]
+                    row: dict[str, Any] = {
+                        "k": k, "workers": n, "elements": m, "engine": engine,
+                        "seconds": float("nan"), "cpu_seconds": float("nan"),
+                        "gloo_seconds": g["seconds"], "gloo_cpu_seconds": g["cpu_seconds"],
+                        "time_ratio_to_gloo": float("nan"), "skipped": "",
+                    }  # fmt: skip
+                    if engine in done:
+                        m0, t0 = done[engine]
+                        est = t0 * m / m0 * (repeat + 1)
+                        if est > max_seconds:
+                            row["skipped"] = (
+                                f"estimated {est:.0f} s (from {m0} elements: "
+                                f"{t0:.2f} s per call) > --engine-max-seconds {max_seconds:g}"
+                            )
+                            rows.append(row)
+                            log(f"switch K={k} n={n} M={m} {engine}: {row['skipped']}")
+                            continue
+                    r = _switch_run(stack, job, n, m, engine, repeat)
+                    job += 1
+                    done[engine] = (m, r["seconds"])
+                    row.update(seconds=r["seconds"], cpu_seconds=r["cpu_seconds"],
+                               time_ratio_to_gloo=r["seconds"] / g["seconds"])  # fmt: skip
+                    rows.append(row)
+                    log(f"switch K={k} n={n} M={m} {engine}: {r['seconds'] * 1e3:.1f} ms, "
+                        f"CPU {r['cpu_seconds'] * 1e3:.1f} ms")  # fmt: skip
     return rows
 
 
