@@ -10,11 +10,14 @@ Printed, and written to ``--out`` as one CSV and one PNG per figure:
   throughput next to ``np.copyto`` of the same array;
 - ``pps``: packets per second per worker, for every run above, next to a plain Python UDP
   echo process driven the same way (same datagram size, same window);
-- ``host`` (bench/engines.py): one worker against a reflector process, the native and the
-  Python protocol engine: packets/s and CPU per packet;
-- ``engines`` (bench/engines.py, not in the default set: minutes): time and worker CPU per
-  all-reduce for each K, worker count and size, native and Python engine, next to gloo
-  measured in the same run.
+- ``host`` (bench/engines.py): one worker against the C reflector, the native engine (with
+  its AVX2 and its baseline lane loops) and the Python engine: packets/s and CPU per
+  packet, as ratios to the C client (bench/c/reflector.c) pushing the same packets through
+  the same reflector in the same run (the kernel floor; target: native >= 0.8);
+- ``engines`` (bench/engines.py, not in the default set: many minutes): time and worker CPU
+  per all-reduce for each K (--engine-ks), worker count (--engine-workers) and size
+  (--engine-sizes), native and Python engine, next to gloo measured in the same run; rows
+  estimated past --engine-max-seconds are skipped with the reason printed.
 
 Same-run baselines, so the ratios compare across machines: the UDP echo (goodput and
 packets/s of a Python process that only bounces datagrams), the host kernel floor (the same
