@@ -31,6 +31,6 @@ def test_bench_host_figure(tmp_path: Path) -> None:
                for r in rows)  # fmt: skip
     floor = rows[-1]
     assert floor["ratio_to_floor"] == 1 and floor["cpu_ratio_to_floor"] == 1
-    # every engine moved as many packets as the C client: ceil(M/K) blocks and one priming
-    # packet per slot, each sent and received
-    assert all(abs(r["seconds"] * r["pps"] - 2 * (-(-20000 // 64) + 64)) < 1 for r in rows)
+    # every row moved at least ceil(M/K) blocks and one priming packet per slot, each sent
+    # and received (more with retransmissions, which a loaded machine can cause)
+    assert all(r["seconds"] * r["pps"] > 2 * (-(-20000 // 64) + 64) - 1 for r in rows)
