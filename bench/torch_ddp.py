@@ -238,13 +238,13 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"rows": rows, "seconds": total}, indent=1))
         return 0
     print(title)
-    print(f"{'backend':<34} {'step ms':>10} {'all-reduce ms':>14} {'step/gloo':>10} "
+    print(f"{'backend':<44} {'step ms':>10} {'all-reduce ms':>14} {'step/gloo':>10} "
           f"{'all-reduce/gloo':>16} {'packets/step':>13} {'retx/step':>10} {'Gb/s':>8}")  # fmt: skip
     for r in rows:
         pk, rx = r["packets_sent_per_step"], r["retransmissions_per_step"]
         pk_text = "-" if math.isnan(pk) else f"{pk:,.0f}"
         rx_text = "-" if math.isnan(rx) else f"{rx:.1f}"
-        print(f"{r['backend']:<34} {r['step_ms']:>10.1f} {r['allreduce_ms']:>14.1f} "
+        print(f"{r['backend']:<44} {r['step_ms']:>10.1f} {r['allreduce_ms']:>14.1f} "
               f"{r['step_vs_gloo']:>10.2f} {r['allreduce_vs_gloo']:>16.1f} "
               f"{pk_text:>13} {rx_text:>10} {r['goodput_gbps']:>8.4f}")  # fmt: skip
     print(f"\nwrote {args.out / 'torch_ddp.csv'} and {args.out / 'torch_ddp.png'} ({total:.0f} s)")
