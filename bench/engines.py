@@ -1,10 +1,12 @@
 """The host's protocol engines side by side, for bench/allreduce.py (``--only host,engines``).
 
-- ``host``: one worker against a reflector process (a one-worker switch stand-in that
-  answers each packet at once, ``tests/host_e2e/reflector.py``), native and Python engine:
-  packets per second (sent + received) and the worker's CPU time per packet. The reflector
-  is a Python process, so it caps the packets/s of the native engine (it is the slower
-  side); the CPU per packet is the host's own cost either way.
+- ``host``: one worker against the C reflector (bench/c/reflector.c ``serve`` with one
+  peer: it answers each packet at once, marked as a result, as a one-worker switch),
+  native and Python engine: packets per second (sent + received) and the worker's CPU
+  time per packet, as a ratio to the kernel floor measured in the same run: the C client
+  (reflector.c ``client``) sending the same number of packets of the same size, the same
+  window in flight, through the same reflector with sendmmsg/recvmmsg batches and no
+  protocol work.
 - ``engines``: time and worker CPU per all-reduce on the local stack (embedded switch),
   dense float32, for each K, worker count and size, native and Python engine, next to
   gloo (torch.distributed, the same number of processes on this machine) in the same run.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -24,55 +27,91 @@ import time
 from pathlib import Path
 from typing import Any
 
+import floor
 import numpy as np
 from p4reduce.host import AllreduceSession, UdpTransport, run_call
 from p4reduce.host.protocol import Done, Session
-from p4reduce.testbed.local import LocalStack
+from p4reduce.testbed.local import LocalStack, StackError
 
 ROOT = Path(__file__).resolve().parents[1]
-REFLECTOR = ROOT / "tests" / "host_e2e" / "reflector.py"
 ENGINES = ("native", "python")
+# the host figure's: "native baseline" is the native engine with the baseline (non-AVX2)
+# copy of its lane loops (host/_engine_c.c's use_avx2), to show what AVX2 gives
+HOST_ENGINES = ("native", "native baseline", "python")
+
+
+def lanes(avx2: bool) -> bool:
+    """Pick the copy of the native core's lane loops; returns whether AVX2 runs."""
+    from p4reduce.host.protocol import native
+
+    return bool(native._C.use_avx2(avx2)) if native.available() else False
 
 
 def host_rows(m: int, ks: list[int], slots: int, reps: int) -> list[dict[str, Any]]:
-    """Packets/s and CPU per packet of one worker against the reflector, per engine."""
-    proc = subprocess.Popen(
-        [sys.executable, str(REFLECTOR)], stdout=subprocess.PIPE, text=True,
-        stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    """Packets/s and CPU per packet of one worker against the C reflector, per engine, and
+    the kernel floor: bench/c/reflector.c's batched C client pushing the same number of
+    packets of the same size with the same window through the same reflector. The runs of
+    the floor and of the engines alternate, best of ``reps`` each (the machine's load
+    drifts; the best run is the one least disturbed by it)."""
     rows = []
+    socks = floor.worker_sockets(1)
+    x = np.random.default_rng(0).standard_normal(m).astype(np.float32)
     try:
-        assert proc.stdout is not None
-        host, port = proc.stdout.readline().split()[1].split(":")
-        x = np.random.default_rng(0).standard_normal(m).astype(np.float32)
-        for k in ks:
-            for engine in ENGINES:
-                ses = Session(rank=0, n=1, job_id=1, job_key=1, slots=slots, k=k, engine=engine)
-                best: tuple[float, float, Any] | None = None
-                with UdpTransport((host, int(port))) as t:
+        with floor.reflector([s.getsockname() for s in socks]) as addr:
+            for k in ks:
+                best: dict[str, tuple[float, float, int]] = {}
+                runs: dict[str, Any] = {}
+                for engine in HOST_ENGINES:
+                    ses = Session(rank=0, n=1, job_id=1, job_key=1, slots=slots, k=k,
+                                  engine=engine.split()[0])  # fmt: skip
+                    t = UdpTransport(addr, sock=socks[0].dup())
                     run_call(ses.allreduce(x[: 50 * k * slots]), t)  # warm up
+                    runs[engine] = (ses, t)
+                packets = floor.dense_packets(1, 1, slots, k)
+                # the call's packets without retransmissions: every block and one priming
+                # packet per slot in use
+                blocks = -(-m // k)
+                rounds = blocks + min(slots, blocks)
+                try:
                     for _ in range(reps):
-                        c0, t0 = time.process_time(), time.perf_counter()
-                        end = run_call(ses.allreduce(x), t)
-                        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-                        assert isinstance(end, Done), end
-                        if best is None or wall < best[0]:
-                            best = (wall, cpu, end.stats)
-                assert best is not None
-                wall, cpu, st = best
-                pkts = st.packets_sent + st.packets_received
-                rows.append({
-                    "k": k, "engine": engine, "elements": m, "slots": slots,
-                    "pps": pkts / wall, "cpu_us_per_packet": cpu / pkts * 1e6,
-                    "seconds": wall, "cpu_seconds": cpu,
-                })  # fmt: skip
-        for k in ks:
-            nat, py = (next(r for r in rows if r["k"] == k and r["engine"] == e) for e in ENGINES)
-            nat["pps_ratio_to_python"] = nat["pps"] / py["pps"]
-            nat["cpu_ratio_to_python"] = nat["cpu_us_per_packet"] / py["cpu_us_per_packet"]
+                        for engine in HOST_ENGINES:
+                            ses, t = runs[engine]
+                            lanes(engine != "native baseline")
+                            c0, t0 = time.process_time(), time.perf_counter()
+                            try:
+                                end = run_call(ses.allreduce(x), t)
+                            finally:
+                                lanes(True)
+                            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+                            assert isinstance(end, Done), end
+                            st = end.stats
+                            pkts = st.packets_sent + st.packets_received
+                            if engine not in best or wall < best[engine][0]:
+                                best[engine] = (wall, cpu, pkts)
+                        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+                        c0 = ru.ru_utime + ru.ru_stime
+                        r = floor.run_client(addr, socks, packets, rounds, slots)
+                        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+                        cpu = ru.ru_utime + ru.ru_stime - c0  # the client process's CPU
+                        pkts = int(r["packets_in"] + r["results"])
+                        if "C client" not in best or r["seconds"] < best["C client"][0]:
+                            best["C client"] = (r["seconds"], cpu, pkts)
+                finally:
+                    for _, t in runs.values():
+                        t.close()
+                c_pps = best["C client"][2] / best["C client"][0]
+                c_cpu = best["C client"][1] / best["C client"][2]
+                for engine, (wall, cpu, pkts) in best.items():
+                    rows.append({
+                        "k": k, "engine": engine, "elements": m, "slots": slots,
+                        "pps": pkts / wall, "cpu_us_per_packet": cpu / pkts * 1e6,
+                        "seconds": wall, "cpu_seconds": cpu, "floor_pps": c_pps,
+                        "ratio_to_floor": pkts / wall / c_pps,
+                        "cpu_ratio_to_floor": c_cpu / (cpu / pkts),
+                    })  # fmt: skip
     finally:
-        proc.terminate()
-        proc.wait()
+        for s in socks:
+            s.close()
     return rows
 
 
@@ -167,52 +206,113 @@ def gloo_run(n: int, m: int, repeat: int) -> dict[str, float]:
 
 
 def engine_rows(
-    ks: list[int], workers: list[int], sizes: list[int], slots: int, repeat: int, log: Any
-) -> list[dict[str, Any]]:
+    ks: list[int], workers: list[int], sizes: list[int], slots: int, repeat: int, log: Any,
+    max_seconds: float = float("inf"),
+) -> list[dict[str, Any]]:  # fmt: skip
+    """One row per (K, workers, size, engine), next to gloo's time for the same workers and
+    size. A row whose estimated run time (the same engine's row of the next smaller size,
+    scaled by the size, for the warm-up and ``repeat`` calls) exceeds ``max_seconds`` is
+    not run: its row says so (``skipped``)."""
     rows: list[dict[str, Any]] = []
     gloo: dict[tuple[int, int], dict[str, float]] = {}
+    sizes = sorted(sizes)
     for n in workers:
         for m in sizes:
             gloo[n, m] = gloo_run(n, m, repeat)
             log(f"gloo n={n} M={m}: {gloo[n, m]['seconds'] * 1e3:.1f} ms")
     for k in ks:
-        with LocalStack(max(workers), "dense", k=k, slots=slots, log=log) as stack:
-            # A fresh switch's first calls are slow (seconds, with retransmissions): one
-            # discarded run first, so neither engine's figure takes that hit.
-            _switch_run(stack, 1, min(workers), min(sizes), "python", 2)
-            job = 2
-            for n in workers:
-                for m in sizes:
-                    for engine in ENGINES:
-                        r = _switch_run(stack, job, n, m, engine, repeat)
-                        job += 1
-                        g = gloo[n, m]
-                        rows.append({
-                            "k": k, "workers": n, "elements": m, "engine": engine,
-                            "seconds": r["seconds"], "cpu_seconds": r["cpu_seconds"],
-                            "gloo_seconds": g["seconds"], "gloo_cpu_seconds": g["cpu_seconds"],
-                            "time_ratio_to_gloo": r["seconds"] / g["seconds"],
-                        })  # fmt: skip
-                        log(f"switch K={k} n={n} M={m} {engine}: {r['seconds'] * 1e3:.1f} ms")
+        try:
+            rows.extend(_engine_rows_k(k, workers, sizes, slots, repeat, log, max_seconds, gloo))
+        except StackError as err:  # e.g. the switch's engine compiling too slowly: say so
+            why = f"the local stack did not start: {' '.join(str(err).split())}"
+            log(f"switch K={k}: {why}")
+            rows.extend(
+                {
+                    "k": k,
+                    "workers": n,
+                    "elements": m,
+                    "engine": engine,
+                    "seconds": float("nan"),
+                    "cpu_seconds": float("nan"),
+                    "gloo_seconds": gloo[n, m]["seconds"],
+                    "gloo_cpu_seconds": gloo[n, m]["cpu_seconds"],
+                    "time_ratio_to_gloo": float("nan"),
+                    "skipped": why,
+                }  # fmt: skip
+                for n in workers
+                for m in sizes
+                for engine in ENGINES
+            )
+    return rows
+
+
+def _engine_rows_k(
+    k: int, workers: list[int], sizes: list[int], slots: int, repeat: int, log: Any,
+    max_seconds: float, gloo: dict[tuple[int, int], dict[str, float]],
+) -> list[dict[str, Any]]:  # fmt: skip
+    rows: list[dict[str, Any]] = []
+    with LocalStack(max(workers), "dense", k=k, slots=slots, log=log,
+                    start_timeout=180) as stack:  # fmt: skip
+        # A fresh switch's first calls are slow (seconds, with retransmissions): one
+        # discarded run first, so neither engine's figure takes that hit.
+        _switch_run(stack, 1, min(workers), min(sizes), "python", 2)
+        job = 2
+        for n in workers:
+            done: dict[str, tuple[int, float]] = {}  # engine: (size, seconds) of its last row
+            for m in sizes:
+                for engine in ENGINES:
+                    g = gloo[n, m]
+                    row: dict[str, Any] = {
+                        "k": k, "workers": n, "elements": m, "engine": engine,
+                        "seconds": float("nan"), "cpu_seconds": float("nan"),
+                        "gloo_seconds": g["seconds"], "gloo_cpu_seconds": g["cpu_seconds"],
+                        "time_ratio_to_gloo": float("nan"), "skipped": "",
+                    }  # fmt: skip
+                    if engine in done:
+                        m0, t0 = done[engine]
+                        est = t0 * m / m0 * (repeat + 1)
+                        if est > max_seconds:
+                            row["skipped"] = (
+                                f"estimated {est:.0f} s (from {m0} elements: "
+                                f"{t0:.2f} s per call) > --engine-max-seconds {max_seconds:g}"
+                            )
+                            rows.append(row)
+                            log(f"switch K={k} n={n} M={m} {engine}: {row['skipped']}")
+                            continue
+                    r = _switch_run(stack, job, n, m, engine, repeat)
+                    job += 1
+                    done[engine] = (m, r["seconds"])
+                    row.update(seconds=r["seconds"], cpu_seconds=r["cpu_seconds"],
+                               time_ratio_to_gloo=r["seconds"] / g["seconds"])  # fmt: skip
+                    rows.append(row)
+                    log(f"switch K={k} n={n} M={m} {engine}: {r['seconds'] * 1e3:.1f} ms, "
+                        f"CPU {r['cpu_seconds'] * 1e3:.1f} ms")  # fmt: skip
     return rows
 
 
 def print_host(rows: list[dict[str, Any]]) -> None:
-    print("\nhost side: one worker against a reflector process (dense float32, "
-          f"{rows[0]['elements']} elements, {rows[0]['slots']} slots)")  # fmt: skip
-    print(f"{'K':>5} {'engine':>7} {'packets/s':>11} {'CPU us/pkt':>11} {'ratio to python':>16}")
+    print("\nhost side: one worker against the C reflector (dense float32, "
+          f"{rows[0]['elements']} elements, {rows[0]['slots']} slots in flight); floor: "
+          "the C client sending and receiving the same packets with sendmmsg/recvmmsg "
+          "(target: native >= 0.8 of it); ratios: packets/s and packets per CPU second "
+          "over the C client's")  # fmt: skip
+    print(f"{'K':>5} {'engine':>15} {'packets/s':>11} {'CPU us/pkt':>11} "
+          f"{'ratio to C client':>18} {'CPU ratio':>10}")  # fmt: skip
     for r in rows:
-        ratio = f"{r['pps_ratio_to_python']:.2f}" if "pps_ratio_to_python" in r else "1"
-        print(f"{r['k']:>5} {r['engine']:>7} {r['pps']:>11,.0f} {r['cpu_us_per_packet']:>11.2f} "
-              f"{ratio:>16}")  # fmt: skip
+        print(f"{r['k']:>5} {r['engine']:>15} {r['pps']:>11,.0f} {r['cpu_us_per_packet']:>11.2f} "
+              f"{r['ratio_to_floor']:>18.2f} {r['cpu_ratio_to_floor']:>10.2f}")  # fmt: skip
 
 
 def print_engines(rows: list[dict[str, Any]]) -> None:
-    print("\ntime and worker CPU per all-reduce, dense float32, embedded switch, next to gloo")
+    print("\ntime and worker CPU per all-reduce, dense float32, embedded switch (the native "
+          "switch engine unless p4reduce-switch lacks it), next to gloo in the same run")  # fmt: skip
     print(f"{'K':>5} {'n':>3} {'elements':>10} {'engine':>7} {'ms':>9} {'CPU ms':>8} "
           f"{'gloo ms':>8} {'gloo CPU':>9} {'x gloo':>7}")  # fmt: skip
     for r in rows:
-        print(f"{r['k']:>5} {r['workers']:>3} {r['elements']:>10} {r['engine']:>7} "
-              f"{r['seconds'] * 1e3:>9.1f} {r['cpu_seconds'] * 1e3:>8.1f} "
-              f"{r['gloo_seconds'] * 1e3:>8.1f} {r['gloo_cpu_seconds'] * 1e3:>9.1f} "
+        head = f"{r['k']:>5} {r['workers']:>3} {r['elements']:>10} {r['engine']:>7} "
+        gloo = f"{r['gloo_seconds'] * 1e3:>8.1f} {r['gloo_cpu_seconds'] * 1e3:>9.1f}"
+        if r["skipped"]:
+            print(f"{head}{'-':>9} {'-':>8} {gloo}   skipped: {r['skipped']}")
+            continue
+        print(f"{head}{r['seconds'] * 1e3:>9.1f} {r['cpu_seconds'] * 1e3:>8.1f} {gloo} "
               f"{r['time_ratio_to_gloo']:>7.1f}")  # fmt: skip

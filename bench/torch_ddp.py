@@ -14,12 +14,13 @@ per backend the median step time and all-reduce time over the steps after ``--wa
 each as a ratio to gloo measured in the same run, and the backend's aggregation statistics
 per step (packets, retransmissions) where it has them.
 
-    python bench/torch_ddp.py [--workers 2] [--steps 4] [--warmup 1] [--hidden 1000]
+    python bench/torch_ddp.py [--workers 2[,4]] [--host-engines native,python] [--steps 4] [--warmup 1] [--hidden 1000]
         [--inputs 64] [--depth 2] [--backends gloo,p4reduce,hook] [--k 64,256,1024]
         [--engines E,E] [--out DIR] [--json]
 
-The p4reduce backends run once per K (a local stack per build) and per switch engine, one
-row each, next to gloo.
+The p4reduce backends run once per K (a local stack per build), per switch engine and per
+host protocol engine (``--host-engines``: the native C driver and the Python core), one
+row each, next to gloo with the same number of ranks (``--workers 2,4``: each count).
 """
 
 from __future__ import annotations
@@ -143,7 +144,12 @@ def plot(path: Path, rows: list[dict[str, Any]], title: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--workers", type=int, default=2, help="ranks (2)")
+    ap.add_argument("--workers", default="2",
+                    help="ranks, comma-separated: each count runs every backend, next to "
+                    "gloo with as many ranks (2)")  # fmt: skip
+    ap.add_argument("--host-engines", default="native,python",
+                    help="p4reduce host protocol engines, comma-separated: every p4reduce "
+                    "run once per engine (native,python)")  # fmt: skip
     ap.add_argument("--steps", type=int, default=4, help="training steps per backend (4)")
     ap.add_argument("--warmup", type=int, default=1, help="steps left out of the medians (1)")
     ap.add_argument("--inputs", type=int, default=64, help="input features (64)")
@@ -169,6 +175,15 @@ def main(argv: list[str] | None = None) -> int:
         ks = []
     if not ks or any(k not in (64, 256, 1024) for k in ks):
         ap.error(f"--k {args.k!r}: comma-separated values among 64, 256, 1024")
+    try:
+        worker_counts = [int(w) for w in args.workers.split(",") if w]
+    except ValueError:
+        worker_counts = []
+    if not worker_counts or min(worker_counts) < 1:
+        ap.error(f"--workers {args.workers!r}: comma-separated positive counts")
+    host_engines = [e for e in args.host_engines.split(",") if e]
+    if not host_engines or any(e not in ("native", "python") for e in host_engines):
+        ap.error(f"--host-engines {args.host_engines!r}: native and/or python")
     engines = floor.switch_engines() if args.engines is None else args.engines.split(",")
     backends = [b for b in args.backends.split(",") if b]
     if "gloo" not in backends or any(b not in BACKENDS for b in backends):
@@ -179,29 +194,42 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     params = params_of(args.inputs, args.hidden, args.depth, 10)
     log(f"{params:,} parameters, {args.workers} workers, {args.steps} steps per backend")
+    workers_text = args.workers
     summaries: dict[str, dict[str, Any]] = {}
+    bases: dict[str, str] = {}  # a run's name: its gloo run's (the same worker count)
     with tempfile.TemporaryDirectory(prefix="p4reduce-torch-bench-") as tmp:
         work = Path(tmp)
-        summaries["gloo"] = train(args, "gloo", work, [], None)
-        p4 = [b for b in backends if b != "gloo"]
-        for engine in engines if p4 else []:
-            for k in ks:
-                label = f"K={k}" if engine is None else f"{engine} K={k}"
-                peers = [("127.0.0.1", free_port("udp")) for _ in range(args.workers)]
-                switch_args = [] if engine is None else ["--engine", engine]
-                with LocalStack(args.workers, "dense", k=k, peers=peers, log=log,
-                                workdir=work / f"stack-{engine}-{k}",
-                                switch_args=switch_args) as stack:  # fmt: skip
-                    env = [{"P4REDUCE_UDP_PORT": str(p)} for _, p in peers]
-                    for job, b in enumerate(p4, start=1):
-                        extra = ["--url", stack.url, "--job-id", str(job)]
-                        tag = f"{b}-{engine or 'default'}-k{k}"
-                        summaries[f"{b} {label}"] = train(args, b, work, extra, env, tag)
-    base = summaries["gloo"]
-    rows = [row(name, s, base) for name, s in summaries.items()]
+        for n in worker_counts:
+            args.workers = n
+            gname = "gloo" if len(worker_counts) == 1 else f"gloo n={n}"
+            summaries[gname] = train(args, "gloo", work, [], None, f"gloo-n{n}")
+            bases[gname] = gname
+            p4 = [b for b in backends if b != "gloo"]
+            for engine in engines if p4 else []:
+                for k in ks:
+                    label = f"K={k}" if engine is None else f"switch {engine} K={k}"
+                    if len(worker_counts) > 1:
+                        label += f" n={n}"
+                    peers = [("127.0.0.1", free_port("udp")) for _ in range(n)]
+                    switch_args = [] if engine is None else ["--engine", engine]
+                    with LocalStack(n, "dense", k=k, peers=peers, log=log,
+                                    workdir=work / f"stack-{engine}-{k}-n{n}",
+                                    switch_args=switch_args) as stack:  # fmt: skip
+                        env = [{"P4REDUCE_UDP_PORT": str(p)} for _, p in peers]
+                        job = 0
+                        for host in host_engines:
+                            for b in p4:
+                                job += 1
+                                extra = ["--url", stack.url, "--job-id", str(job),
+                                         "--engine", host]  # fmt: skip
+                                tag = f"{b}-{host}-{engine or 'default'}-k{k}-n{n}"
+                                name = f"{b} host {host}, {label}"
+                                summaries[name] = train(args, b, work, extra, env, tag)
+                                bases[name] = gname
+    rows = [row(name, s, summaries[bases[name]]) for name, s in summaries.items()]
     write_csv(args.out / "torch_ddp.csv", rows)
     title = (
-        f"DDP on the embedded switch: {params:,} parameters, {args.workers} workers "
+        f"DDP on the embedded switch: {params:,} parameters, {workers_text} workers "
         f"(median of {args.steps - args.warmup} steps)"
     )
     plot(args.out / "torch_ddp.png", rows, title)
@@ -210,13 +238,13 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"rows": rows, "seconds": total}, indent=1))
         return 0
     print(title)
-    print(f"{'backend':<24} {'step ms':>10} {'all-reduce ms':>14} {'step/gloo':>10} "
+    print(f"{'backend':<44} {'step ms':>10} {'all-reduce ms':>14} {'step/gloo':>10} "
           f"{'all-reduce/gloo':>16} {'packets/step':>13} {'retx/step':>10} {'Gb/s':>8}")  # fmt: skip
     for r in rows:
         pk, rx = r["packets_sent_per_step"], r["retransmissions_per_step"]
         pk_text = "-" if math.isnan(pk) else f"{pk:,.0f}"
         rx_text = "-" if math.isnan(rx) else f"{rx:.1f}"
-        print(f"{r['backend']:<24} {r['step_ms']:>10.1f} {r['allreduce_ms']:>14.1f} "
+        print(f"{r['backend']:<44} {r['step_ms']:>10.1f} {r['allreduce_ms']:>14.1f} "
               f"{r['step_vs_gloo']:>10.2f} {r['allreduce_vs_gloo']:>16.1f} "
               f"{pk_text:>13} {rx_text:>10} {r['goodput_gbps']:>8.4f}")  # fmt: skip
     print(f"\nwrote {args.out / 'torch_ddp.csv'} and {args.out / 'torch_ddp.png'} ({total:.0f} s)")

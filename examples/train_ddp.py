@@ -92,6 +92,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                    help="this worker's MAC on a real network ($P4REDUCE_MAC)")  # fmt: skip
     p.add_argument("--mode", choices=("dense", "sparse", "auto"), default="dense",
                    help="p4reduce aggregation mode (dense)")  # fmt: skip
+    p.add_argument("--engine", choices=("native", "python"), default=None,
+                   help="p4reduce host protocol engine (P4ReduceOptions' default: native)")  # fmt: skip
     p.add_argument("--probe", action="store_true",
                    help="run the all-reduce through a timing comm hook: per-step all-reduce "
                    "time and the largest all-reduce input over the workers")  # fmt: skip
@@ -104,7 +106,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--save-params", metavar="PATH", help="rank 0 saves the final parameters")
     args = p.parse_args(argv)
     p4_only = {"--url": args.url, "--udp-port": args.udp_port, "--job-id": args.job_id,
-               "--switch-port": args.switch_port, "--mac": args.mac}  # fmt: skip
+               "--switch-port": args.switch_port, "--mac": args.mac,
+               "--engine": args.engine}  # fmt: skip
     given = [k for k, v in p4_only.items() if v is not None]
     if args.backend == "gloo" and given:
         p.error(f"{', '.join(given)}: only for --backend p4reduce or hook")
@@ -317,6 +320,8 @@ def p4reduce_options(args: argparse.Namespace) -> Any:
         kw["switch_port"] = args.switch_port
     if args.mac:
         kw["mac"] = args.mac
+    if args.engine:
+        kw["engine"] = args.engine
     return P4ReduceOptions(**kw)
 
 

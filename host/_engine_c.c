@@ -204,38 +204,164 @@ static int append_steal(PyObject *acts, PyObject *item)
     return rc;
 }
 
+/* ------------------------------------------------------------------ lanes
+
+   The per-packet loops over K lanes: quantizing a block into big-endian int32 lanes
+   (quantize.quantize_row) and storing a result's big-endian lanes into the int32 sums.
+   Written once as inline functions with a flag `vrint` that is constant where they are
+   inlined, and compiled twice, as host/_quantize_c.c does: an AVX2 copy (vrint = 1:
+   rint/rintf, i.e. vroundps/vroundpd, the byte swaps as vpshufb), chosen when the module
+   loads on a CPU with AVX2 (`use_avx2`), and a baseline copy (vrint = 0: the float64
+   rounding trick below, which SSE2 vectorises, where rint would be a libm call per lane).
+   Both copies give the same integers as numpy (tests/host/test_native_lanes.py). */
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define X86 1
+#define INLINE static inline __attribute__((always_inline))
+#define AVX2 __attribute__((target("avx2")))
+#else
+#define X86 0
+#define INLINE static inline
+#endif
+
+/* np.rint, then the cast to int32, of a y with |y| < 2^31 (the clamp argument of
+   docs/protocol.md: the agreed exponent is at least the block's own on these paths).
+   Without vector rounding: y + 1.5 * 2^52 lies in [2^52, 2^53), where consecutive
+   float64s are 1 apart, so the addition rounds y to an integer, half to even, and the
+   subtraction is exact: the same integer as rint(y) (host/_quantize_c.c's rint_int32). */
+INLINE int32_t rint_int32(double y, int vrint)
+{
+    return vrint ? (int32_t)rint(y) : (int32_t)((y + 0x1.8p52) - 0x1.8p52);
+}
+
+INLINE void put_lane(uint8_t *out, Py_ssize_t i, int32_t v)
+{
+    uint32_t u = __builtin_bswap32((uint32_t)v);
+    memcpy(out + 4 * i, &u, 4);
+}
+
 /* quantize.quantize_row: K float32 values with agreed exponent e and own exponent own,
    big-endian int32 into out. The same operations as the numpy code and the kernel. */
-static void quantize_row(const Core *c, const float *x, int e, int own, uint8_t *out)
+INLINE void quantize_lanes(const float *x, Py_ssize_t k, int n, int e, int own, int q_mode,
+                           int regular_from, const void *q_table, uint8_t *out, int vrint)
 {
-    const Py_ssize_t k = c->k;
-    const int n = c->n;
-    if (own > e || e < c->regular_from) {
+    if (own > e || e < regular_from) {
         /* quantize._quantize_rows64: exact scale in float64, one division by n, rint,
-           clip to +-floor((2^31 - 1) / n) */
+           clip to +-floor((2^31 - 1) / n). Rare: left scalar, with libm's rint. */
         const double p = ldexp(1.0, 158 - e), lim = (double)(INT32_MAX / n);
         for (Py_ssize_t i = 0; i < k; i++) {
             double y = (double)x[i] * p;
             y /= n;
             double r = rint(y);
             r = r > lim ? lim : r < -lim ? -lim : r;
-            put32(out + 4 * i, (uint32_t)(int32_t)r);
+            put_lane(out, i, (int32_t)r);
         }
-    } else if (c->q_mode == Q_F32_MUL) {
-        const float f = ((const float *)c->q_table)[e];
+    } else if (q_mode == Q_F32_MUL) {
+        /* power-of-two n: float32 multiply by f = 2^s (exact), rint, cast */
+        const float f = ((const float *)q_table)[e];
         for (Py_ssize_t i = 0; i < k; i++) {
             float y = x[i] * f;
-            put32(out + 4 * i, (uint32_t)(int32_t)rintf(y));
+            put_lane(out, i, vrint ? (int32_t)rintf(y) : rint_int32(y, 0)); /* y widens exactly */
         }
-    } else if (c->q_mode == Q_F64_MUL) {
-        const double m = ((const double *)c->q_table)[e];
+    } else if (q_mode == Q_F64_MUL) {
+        const double m = ((const double *)q_table)[e];
         for (Py_ssize_t i = 0; i < k; i++)
-            put32(out + 4 * i, (uint32_t)(int32_t)rint((double)x[i] * m));
+            put_lane(out, i, rint_int32((double)x[i] * m, vrint));
     } else {
-        const double d = ((const double *)c->q_table)[e];
+        const double d = ((const double *)q_table)[e];
         for (Py_ssize_t i = 0; i < k; i++)
-            put32(out + 4 * i, (uint32_t)(int32_t)rint((double)x[i] / d));
+            put_lane(out, i, rint_int32((double)x[i] / d, vrint));
     }
+}
+
+/* A result's K big-endian lanes into the int32 sums. */
+INLINE void store_lanes(int32_t *row, const uint8_t *data, Py_ssize_t k)
+{
+    for (Py_ssize_t i = 0; i < k; i++) {
+        uint32_t u;
+        memcpy(&u, data + 4 * i, 4);
+        row[i] = (int32_t)__builtin_bswap32(u);
+    }
+}
+
+typedef void (*quantize_fn)(const float *, Py_ssize_t, int, int, int, int, int, const void *,
+                            uint8_t *);
+typedef void (*store_fn)(int32_t *, const uint8_t *, Py_ssize_t);
+
+static void quantize_base(const float *x, Py_ssize_t k, int n, int e, int own, int q_mode,
+                          int regular_from, const void *q_table, uint8_t *out)
+{
+    quantize_lanes(x, k, n, e, own, q_mode, regular_from, q_table, out, !X86);
+}
+static void store_base(int32_t *row, const uint8_t *data, Py_ssize_t k)
+{
+    store_lanes(row, data, k);
+}
+#if X86
+AVX2 static void quantize_avx2(const float *x, Py_ssize_t k, int n, int e, int own,
+                               int q_mode, int regular_from, const void *q_table, uint8_t *out)
+{
+    quantize_lanes(x, k, n, e, own, q_mode, regular_from, q_table, out, 1);
+}
+AVX2 static void store_avx2(int32_t *row, const uint8_t *data, Py_ssize_t k)
+{
+    store_lanes(row, data, k);
+}
+#endif
+
+static quantize_fn quantize_impl = quantize_base;
+static store_fn store_impl = store_base;
+
+static void quantize_row(const Core *c, const float *x, int e, int own, uint8_t *out)
+{
+    quantize_impl(x, c->k, c->n, e, own, c->q_mode, c->regular_from, c->q_table, out);
+}
+
+/* use_avx2(on) -> bool: run the AVX2 copy of the lane loops when `on` and the CPU has
+   AVX2, else the baseline copy (tests run both). The module starts with on=True. */
+static PyObject *use_avx2(PyObject *Py_UNUSED(self), PyObject *arg)
+{
+    int on = PyObject_IsTrue(arg);
+    if (on < 0)
+        return NULL;
+    quantize_impl = quantize_base;
+    store_impl = store_base;
+#if X86
+    __builtin_cpu_init();
+    on = on && __builtin_cpu_supports("avx2");
+    if (on) {
+        quantize_impl = quantize_avx2;
+        store_impl = store_avx2;
+    }
+#else
+    on = 0;
+#endif
+    return PyBool_FromLong(on);
+}
+
+/* quantize_lanes(x, exponent, n, own, q_mode, q_table, regular_from) -> bytes: one
+   block's big-endian lanes as the core quantizes them (for the tests that compare them
+   with quantize.quantize_row). */
+static PyObject *py_quantize_lanes(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    Py_buffer x, table;
+    int e, n, own, q_mode, regular_from;
+    if (!PyArg_ParseTuple(args, "y*iiiiy*i", &x, &e, &n, &own, &q_mode, &table, &regular_from))
+        return NULL;
+    PyObject *out = NULL;
+    if (x.len % 4 || n < 1 || e < 0 || e > 255 || own < 0 || own > 255 || q_mode < 0 ||
+        q_mode > 2 || table.len != (q_mode == Q_F32_MUL ? 256 * 4 : 256 * 8)) {
+        PyErr_SetString(PyExc_ValueError, "quantize_lanes: arguments out of range");
+        goto done;
+    }
+    out = PyBytes_FromStringAndSize(NULL, x.len);
+    if (out)
+        quantize_impl((const float *)x.buf, x.len / 4, n, e, own, q_mode, regular_from,
+                      table.buf, (uint8_t *)PyBytes_AS_STRING(out));
+done:
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&table);
+    return out;
 }
 
 /* The driver's send queue: packets copied out of the slot buffers, in order. */
@@ -455,9 +581,7 @@ static void store(Core *c, Py_ssize_t b, int flags, const uint8_t *data)
 {
     if (flags & FLAG_NO_PAYLOAD)
         return;
-    int32_t *row = c->sums + b * c->k;
-    for (Py_ssize_t i = 0; i < c->k; i++)
-        row[i] = (int32_t)get32(data + HEADER_BYTES + 4 * i);
+    store_impl(c->sums + b * c->k, data + HEADER_BYTES, c->k);
 }
 
 /* Returns -1 on an error, 1 on a protocol error (c->perr_* say which), else 0. */
@@ -1179,8 +1303,17 @@ static PyTypeObject CoreType = {
     .tp_getset = Core_getset,
 };
 
+static PyMethodDef module_methods[] = {
+    {"use_avx2", use_avx2, METH_O,
+     "use_avx2(on) -> bool: the AVX2 copy of the lane loops when on and the CPU has it"},
+    {"quantize_lanes", py_quantize_lanes, METH_VARARGS,
+     "quantize_lanes(x, exponent, n, own, q_mode, q_table, regular_from) -> bytes"},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_engine_c", "The native protocol core of one call.", -1, NULL,
+    PyModuleDef_HEAD_INIT, "_engine_c", "The native protocol core of one call.", -1,
+    module_methods,
 };
 
 PyMODINIT_FUNC PyInit__engine_c(void)
@@ -1190,6 +1323,12 @@ PyMODINIT_FUNC PyInit__engine_c(void)
     PyObject *m = PyModule_Create(&module);
     if (!m)
         return NULL;
+    PyObject *r = use_avx2(m, Py_True); /* picks the copy of the lane loops */
+    if (!r) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_DECREF(r);
     Py_INCREF(&CoreType);
     if (PyModule_AddObject(m, "Core", (PyObject *)&CoreType) < 0) {
         Py_DECREF(&CoreType);

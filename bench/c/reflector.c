@@ -5,8 +5,10 @@
  *       One UDP socket on 127.0.0.1:PORT (0: any; the chosen port is printed as
  *       "ready PORT"). Datagrams from the listed peers (the workers) are counted; every
  *       N-th one (N = the number of peers) is sent to all N peers, as the switch multicasts
- *       a slot's result once its N contributions are in. Others are dropped. Runs until
- *       stdin closes or SIGTERM.
+ *       a slot's result once its N contributions are in, marked as a result as the switch
+ *       marks it (FLAG_RESULT; FLAG_END on a sparse packet whose next is NEXT_END), so that
+ *       with one peer it answers a worker's protocol engine like a one-worker switch. Others
+ *       are dropped. Runs until stdin closes or SIGTERM.
  *
  *   reflector client IP:PORT FILE ROUNDS WINDOW FD,FD,...
  *       The load generator: N workers, one already bound UDP socket each (inherited file
@@ -108,6 +110,12 @@ static int serve(int port, char *peers_text) {
                 known = from[i].sin_addr.s_addr == peers[p].sin_addr.s_addr &&
                         from[i].sin_port == peers[p].sin_port;
             if (!known || ++count % n) continue;
+            if (rm[i].msg_len >= 20) { /* the aggregation header: type << 4 | flags, next */
+                uint8_t *h = data[i];
+                h[0] |= 0x1; /* FLAG_RESULT */
+                if (h[0] >> 4 == 2 && !memcmp(h + 16, "\xff\xff\xff\xff", 4))
+                    h[0] |= 0x8; /* FLAG_END */
+            }
             for (int p = 0; p < n; p++) {
                 siov[ns] = (struct iovec){data[i], rm[i].msg_len};
                 sm[ns].msg_hdr = (struct msghdr){.msg_name = &peers[p],
