@@ -189,6 +189,14 @@ def _build_parser() -> argparse.ArgumentParser:
         "expression at compilation time'); recorded in the -o pipeline",
     )
     add(
+        "--emit-externs",
+        action="store_true",
+        help="as p4c-bm2-ss: accept calls of user-declared extern functions and instances of "
+        "user-declared extern objects (without it they are 'unknown extern function' / "
+        "'unknown extern instance' errors); the embedded switch refuses to load such a "
+        "pipeline, as BMv2 does without an extern library",
+    )
+    add(
         "-E",
         dest="preprocess_only",
         action="store_true",
@@ -277,6 +285,7 @@ def _execute(args: argparse.Namespace, outputs: _Outputs) -> int:
             undefines=list(args.undefines),
             target_profile=args.target_profile,
             runtime_divmod=args.runtime_divmod,
+            emit_externs=args.emit_externs,
         )
         started = time.perf_counter()
         program = compile_file(Path(args.program), options)

@@ -34,6 +34,10 @@ class CompileOptions:
     # BMv2, the embedded interpreter computes them. Recorded in the compiled pipeline, so
     # the switch that loads it accepts the program too.
     runtime_divmod: bool = False
+    # p4c-bm2-ss's --emit-externs: accept calls of user-declared extern functions and
+    # instances of user-declared extern objects (BMv2 needs an extern library for them).
+    # Recorded in the compiled pipeline; the embedded switch refuses such a program at load.
+    emit_externs: bool = False
 
 
 @dataclass
@@ -64,15 +68,18 @@ def compile_file(path: Path | str, options: CompileOptions | None = None) -> Com
     program = parser.parse(text, str(path))
     t2 = time.perf_counter()
     checked = checker.check(program)
-    bmv2rules.check_bmv2(checked, runtime_divmod=options.runtime_divmod)
+    bmv2rules.check_bmv2(
+        checked, runtime_divmod=options.runtime_divmod, emit_externs=options.emit_externs
+    )
     t3 = time.perf_counter()
     model = cpbuild.build_model(checked)
     info = build_p4info(model)
     info_text = p4info_to_text(info)
     t4 = time.perf_counter()
     result_ir = ir.build_ir(program, path.stem, info_text, checked.main, text, str(path))
-    if options.runtime_divmod:
-        result_ir["options"] = {"runtime_divmod": True}
+    recorded = {"runtime_divmod": options.runtime_divmod, "emit_externs": options.emit_externs}
+    if any(recorded.values()):
+        result_ir["options"] = {k: True for k, v in recorded.items() if v}
     t5 = time.perf_counter()
     timings.update(preprocess=t1 - t0, parse=t2 - t1, check=t3 - t2, p4info=t4 - t3, ir=t5 - t4)
     if options.target_profile == "tofino":

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..frontend import ast as A
 from ..frontend import types as T
+from ..frontend.bmv2rules import first_user_extern
 from ..frontend.checker import CheckedProgram, Checker
 from ..frontend.cpbuild import iter_nodes, qualify
 from . import hashes
@@ -158,6 +159,7 @@ class ProgramBuilder(ExprGen, StmtGen, ExternCallGen, ParserGen, TableGen):
     def build(self) -> Pipeline:
         main = self.checked.main
         assert main is not None
+        _refuse_user_externs(self.checked)
         args = [a.value for a in main.args]
         if len(args) != 6:
             raise CodegenError(main.pos, "main must be a V1Switch with six blocks")
@@ -673,6 +675,21 @@ def _no_log(msg: str, values: tuple[Any, ...]) -> None:
 
 def _division_by_zero(where: str) -> int:
     raise P4RuntimeFault(where, "division by zero")
+
+
+def _refuse_user_externs(checked: CheckedProgram) -> None:
+    """A program compiled with --emit-externs may call extern functions or instantiate
+    extern objects it declares itself; like BMv2 without an extern library, this switch
+    cannot run them and refuses the program before building anything, at the first use."""
+    found = first_user_extern(checked.program.decls)
+    if found is None:
+        return
+    use, kind, decl = found
+    raise CodegenError(
+        use.pos,
+        f"{decl.name}: user-declared extern {kind} (declared at {decl.pos}) is not supported "
+        "by this switch, which runs only the externs of core.p4 and v1model.p4",
+    )
 
 
 def build_pipeline(

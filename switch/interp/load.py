@@ -50,5 +50,6 @@ def load_compiled(doc: Any, seed: int = 0) -> Pipeline:
     checked = checker.check(program)
     options = doc.get("options")
     runtime_divmod = isinstance(options, dict) and options.get("runtime_divmod") is True
-    bmv2rules.check_bmv2(checked, runtime_divmod=runtime_divmod)
+    emit_externs = isinstance(options, dict) and options.get("emit_externs") is True
+    bmv2rules.check_bmv2(checked, runtime_divmod=runtime_divmod, emit_externs=emit_externs)
     return build_pipeline(checked, str(doc.get("program") or "program"), random.Random(seed))
