@@ -15,7 +15,8 @@ from p4.config.v1 import p4info_pb2
 
 from . import bmv2rules, checker, cpbuild, ir, parser, preprocess, tofino
 from .cpmodel import ControlPlaneModel
-from .errors import CompileError
+from .cpmodel import ControlPlaneModel as _EmptyModel
+from .errors import CompileError, MissingMainError
 from .p4info import build_p4info, p4info_to_text
 
 # --target-profile values: bmv2 and v1model (the same thing, and the default) compile for
@@ -72,6 +73,9 @@ def compile_file(path: Path | str, options: CompileOptions | None = None) -> Com
         checked, runtime_divmod=options.runtime_divmod, emit_externs=options.emit_externs
     )
     t3 = time.perf_counter()
+    if checked.main is None:
+        # p4c's BMv2 back end: the P4Info of a program that instantiates nothing, then stop
+        raise MissingMainError(str(path), build_p4info(_EmptyModel()))
     model = cpbuild.build_model(checked)
     info = build_p4info(model)
     info_text = p4info_to_text(info)

@@ -15,9 +15,10 @@ from typing import Any
 
 from ..frontend import ast as A
 from ..frontend import types as T
-from ..frontend.bmv2rules import first_user_extern
+from ..frontend.bmv2rules import first_user_extern, is_library
 from ..frontend.checker import CheckedProgram, Checker
 from ..frontend.cpbuild import iter_nodes, qualify
+from ..frontend.errors import MissingMainError
 from . import hashes
 from .bindings import (
     BlockB,
@@ -158,7 +159,9 @@ class ProgramBuilder(ExprGen, StmtGen, ExternCallGen, ParserGen, TableGen):
     # ------------------------------------------------------------------ entry point
     def build(self) -> Pipeline:
         main = self.checked.main
-        assert main is not None
+        if main is None:
+            own = [d.pos.file for d in self.checked.program.decls if not is_library(d)]
+            raise MissingMainError(own[0] if own else self.checked.program.pos.file)
         _refuse_user_externs(self.checked)
         args = [a.value for a in main.args]
         if len(args) != 6:
