@@ -32,6 +32,7 @@ def check_bmv2(
     user_decls = [d for d in program.decls if not is_library(d)]
     for d in user_decls:
         if isinstance(d, A.StructLike) and d.kind == "header":
+            _header_has_one_varbit(d, checked)
             _header_is_whole_bytes(d, checked)
     _package_types(checked)
     for d in user_decls:
@@ -47,6 +48,17 @@ def check_bmv2(
 
 def is_library(d: A.Node) -> bool:
     return str(INCLUDE_DIR) in d.pos.file or d.pos.file.endswith(("/core.p4", "/v1model.p4"))
+
+
+def _header_has_one_varbit(d: A.StructLike, checked: CheckedProgram) -> None:
+    """BMv2 header types hold at most one varbit field (p4c's HeaderConverter, which checks
+    this before the header's size)."""
+    st = checked.scope.names[d.name].type
+    varbits = [t for t in st.fields.values() if isinstance(T.strip_newtype(t), T.Varbit)]
+    if len(varbits) > 1:
+        raise CompileError(
+            d.pos, f"header {d.name}: headers with multiple varbit fields not supported"
+        )
 
 
 def _header_is_whole_bytes(d: A.StructLike, checked: CheckedProgram) -> None:

@@ -78,16 +78,14 @@ class DeclsMixin:
         inner = Scope(scope, "type")
         for tp in d.type_params:
             self.define(inner, Sym("type", tp, d.pos, T.TypeVar(tp)))
-        varbits = 0
+        # Several varbit fields in one header are not a front-end error (p4c's front end
+        # objects only when such a header is extracted, check_calls.packet_method_rules);
+        # BMv2's back end refuses the header type (bmv2rules).
         for f in d.fields:
             if f.name in st.fields:
                 raise fail(f.pos, f"{f.name}: duplicate field in {d.kind} {d.name}")
             ft = self.resolve_type(f.typeref, inner)
             self.check_field_type(d, f, ft)
-            if isinstance(ft, T.Varbit):
-                varbits += 1
-                if varbits > 1:
-                    raise fail(f.pos, f"{d.name}: a header may contain at most one varbit field")
             st.fields[f.name] = ft
 
     def check_field_type(self, d: A.StructLike, f: A.FieldDecl, ft: T.Type) -> None:
