@@ -384,6 +384,8 @@ class CallsMixin:
                     )
                 return T.ApplyResultT(target.decl)
             decl = target.decl
+            if isinstance(target, T.BlockT):
+                self.no_self_reference(target, ctx, (obj or e).pos)
             params = [(p, self.subst(t, target.args)) for p, t in decl.resolved_params]
             self.bind_args(params, e.args, scope, ctx, dict(target.args), e.pos, target.name)
             return T.VOID if statement else self.call_result(e, T.VOID, statement)
