@@ -2,8 +2,9 @@
 
 p4c accepts a program for BMv2 only if its back end can map it; these checks reproduce the
 ones users meet (header sizes, the shape of the V1Switch header and metadata types, one lpm
-key, direct counters and meters tied to exactly one table, no unknown extern functions, no
-run-time ``/`` or ``%`` except by a power of two), each reported at the line p4c reports.
+key, direct counters and meters tied to exactly one table, no user-declared extern functions
+or objects unless ``--emit-externs``, no run-time ``/`` or ``%`` except by a power of two), each
+reported at the line p4c reports.
 """
 
 from __future__ import annotations
@@ -16,22 +17,29 @@ from .cpbuild import iter_nodes
 from .errors import CompileError
 
 
-def check_bmv2(checked: CheckedProgram, runtime_divmod: bool = False) -> None:
+def check_bmv2(
+    checked: CheckedProgram, runtime_divmod: bool = False, emit_externs: bool = False
+) -> None:
     """Raise CompileError at the first construct p4c's BMv2 back end refuses.
 
     ``runtime_divmod`` accepts ``/`` and ``%`` that p4c cannot reduce at compile time, which
     the embedded interpreter computes but p4c refuses (CompileOptions.runtime_divmod).
+    ``emit_externs`` accepts user-declared extern functions and objects, as p4c-bm2-ss's
+    ``--emit-externs`` does (BMv2 then needs an extern library; this switch refuses them
+    at load, see ``first_user_extern``).
     """
     program = checked.program
     user_decls = [d for d in program.decls if not is_library(d)]
     for d in user_decls:
         if isinstance(d, A.StructLike) and d.kind == "header":
+            _header_has_one_varbit(d, checked)
             _header_is_whole_bytes(d, checked)
     _package_types(checked)
     for d in user_decls:
         if isinstance(d, A.ControlDecl):
             _control_rules(d)
-    _extern_functions(checked, user_decls)
+    if not emit_externs:
+        _user_externs(user_decls)
     if not runtime_divmod:
         _division_at_compile_time(user_decls)
     _register_types(user_decls)
@@ -40,6 +48,17 @@ def check_bmv2(checked: CheckedProgram, runtime_divmod: bool = False) -> None:
 
 def is_library(d: A.Node) -> bool:
     return str(INCLUDE_DIR) in d.pos.file or d.pos.file.endswith(("/core.p4", "/v1model.p4"))
+
+
+def _header_has_one_varbit(d: A.StructLike, checked: CheckedProgram) -> None:
+    """BMv2 header types hold at most one varbit field (p4c's HeaderConverter, which checks
+    this before the header's size)."""
+    st = checked.scope.names[d.name].type
+    varbits = [t for t in st.fields.values() if isinstance(T.strip_newtype(t), T.Varbit)]
+    if len(varbits) > 1:
+        raise CompileError(
+            d.pos, f"header {d.name}: headers with multiple varbit fields not supported"
+        )
 
 
 def _header_is_whole_bytes(d: A.StructLike, checked: CheckedProgram) -> None:
@@ -149,17 +168,44 @@ def _meter_is_read(control: A.ControlDecl, table: A.TableDecl, meter: A.Instance
     )
 
 
-def _extern_functions(checked: CheckedProgram, user_decls: list[A.Node]) -> None:
-    """BMv2 implements only v1model's extern functions; a user-declared one cannot run."""
-    declared = {id(d.proto): d for d in user_decls if isinstance(d, A.ExternFunction)}
-    if not declared:
-        return
-    for d in user_decls:
+def first_user_extern(decls: list[A.Node]) -> tuple[A.Node, str, A.Decl] | None:
+    """The first use of an extern the program declares itself, not v1model/core: (the call
+    or instantiation, "function" or "object", the extern's declaration), in source order.
+
+    Extern functions count where they are called (an uncalled declaration is harmless, as in
+    p4c); extern objects where they are instantiated."""
+    user = [d for d in decls if not is_library(d)]
+    functions = {id(d.proto): d for d in user if isinstance(d, A.ExternFunction)}
+    objects = {id(d): d for d in user if isinstance(d, A.ExternDecl)}
+    if not functions and not objects:
+        return None
+    for d in user:
+        found: list[tuple[A.Node, str, A.Decl]] = []
         for n in iter_nodes([d]):
-            target = getattr(n, "target", None) if isinstance(n, A.Call) else None
-            if target and target[0] == "extern_function" and id(target[1]) in declared:
-                decl = declared[id(target[1])]
-                raise CompileError(decl.pos, f"{decl.name}: unknown extern function")
+            if isinstance(n, A.Call):
+                target = getattr(n, "target", None)
+                if target and target[0] == "extern_function" and id(target[1]) in functions:
+                    found.append((n, "function", functions[id(target[1])]))
+            elif isinstance(n, A.Instance):
+                t = getattr(n, "inst_type", None)
+                if isinstance(t, T.ExternT) and id(t.decl) in objects:
+                    found.append((n, "object", objects[id(t.decl)]))
+        if found:
+            return min(found, key=lambda f: f[0].pos.line)
+    return None
+
+
+def _user_externs(user_decls: list[A.Node]) -> None:
+    """Without ``--emit-externs`` p4c's BMv2 back end converts only v1model's externs; a call
+    of a user-declared extern function or an instance of a user-declared extern object is
+    an error reported at the extern's declaration (p4c's ExternConverter names
+    ``ef->method->name`` / ``eb->type->name``, whose position is the declaration)."""
+    found = first_user_extern(user_decls)
+    if found is None:
+        return
+    _, kind, decl = found
+    what = "extern function" if kind == "function" else "extern instance"
+    raise CompileError(decl.pos, f"{decl.name}: unknown {what}")
 
 
 def _tables_applied_once_per_path(control: A.ControlDecl) -> None:

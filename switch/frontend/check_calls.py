@@ -67,12 +67,35 @@ class CallsMixin:
         if ft.extern.name == "packet_in" and ft.name == "extract":
             if not T.is_header(arg_t):
                 raise fail(e.args[0].value.pos, f"extract: argument must be a header, not {arg_t}")
+            if isinstance(arg_t, T.StructT):
+                self.extract_varbit_rules(e, arg_t)
         elif ft.extern.name == "packet_out" and ft.name == "emit":
             if not self.emittable(arg_t):
                 raise fail(
                     e.args[0].value.pos,
                     f"emit: argument must be a header, header stack, header_union or a struct of them, not {arg_t}",
                 )
+
+    def extract_varbit_rules(self, e: A.Call, header: T.StructT) -> None:
+        """p4c's TypeInference on extract: a header with two varbit fields is an error at the
+        first of them; extract(hdr) needs a header without a varbit field, and
+        extract(hdr, bits) one with a varbit field."""
+        varbits = [
+            name for name, t in header.fields.items() if isinstance(T.strip_newtype(t), T.Varbit)
+        ]
+        arg = e.args[0].value
+        assert arg is not None
+        if len(varbits) > 1:
+            decl = header.decl
+            fields = {f.name: f.pos for f in getattr(decl, "fields", [])}
+            raise fail(
+                fields.get(varbits[0], arg.pos),
+                f"{varbits[0]} and {varbits[1]}: multiple varbit fields in a header",
+            )
+        if len(e.args) == 1 and varbits:
+            raise fail(arg.pos, f"{self.describe(arg)}: argument cannot contain varbit fields")
+        if len(e.args) == 2 and not varbits:
+            raise fail(arg.pos, f"{self.describe(arg)}: argument should contain a varbit field")
 
     def emittable(self, t: T.Type) -> bool:
         t = T.strip_newtype(t)
@@ -361,6 +384,8 @@ class CallsMixin:
                     )
                 return T.ApplyResultT(target.decl)
             decl = target.decl
+            if isinstance(target, T.BlockT):
+                self.no_self_reference(target, ctx, (obj or e).pos)
             params = [(p, self.subst(t, target.args)) for p, t in decl.resolved_params]
             self.bind_args(params, e.args, scope, ctx, dict(target.args), e.pos, target.name)
             return T.VOID if statement else self.call_result(e, T.VOID, statement)

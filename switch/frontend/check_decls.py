@@ -78,16 +78,14 @@ class DeclsMixin:
         inner = Scope(scope, "type")
         for tp in d.type_params:
             self.define(inner, Sym("type", tp, d.pos, T.TypeVar(tp)))
-        varbits = 0
+        # Several varbit fields in one header are not a front-end error (p4c's front end
+        # objects only when such a header is extracted, check_calls.packet_method_rules);
+        # BMv2's back end refuses the header type (bmv2rules).
         for f in d.fields:
             if f.name in st.fields:
                 raise fail(f.pos, f"{f.name}: duplicate field in {d.kind} {d.name}")
             ft = self.resolve_type(f.typeref, inner)
             self.check_field_type(d, f, ft)
-            if isinstance(ft, T.Varbit):
-                varbits += 1
-                if varbits > 1:
-                    raise fail(f.pos, f"{d.name}: a header may contain at most one varbit field")
             st.fields[f.name] = ft
 
     def check_field_type(self, d: A.StructLike, f: A.FieldDecl, ft: T.Type) -> None:
@@ -313,6 +311,7 @@ class DeclsMixin:
             return T.ExternT(t.name, t.decl, bindings)
         if isinstance(t, T.BlockT):
             decl = t.decl
+            self.no_self_reference(t, ctx, typeref.pos)
             if isinstance(decl, A.TypeDeclProto) and decl.kind != "package":
                 raise fail(pos, f"{t.name}: cannot instantiate a {decl.kind} type declaration")
             params = [
@@ -324,6 +323,17 @@ class DeclsMixin:
             self.order_named_args([p for p, _ in params], args)
             return T.BlockT(t.kind, t.name, decl, bindings)
         raise fail(pos, f"{self.describe_typeref(typeref)}: cannot instantiate a value of type {t}")
+
+    @staticmethod
+    def no_self_reference(t: T.BlockT, ctx: Context, pos: SourcePos) -> None:
+        """p4c's TypeInference: a control or parser may not name itself inside its own body
+        (an instance of itself, or a direct ``Self.apply(...)``): it would contain itself."""
+        block = ctx.block
+        if block is None or t.decl is not block:
+            return
+        if isinstance(block, A.ControlDecl):
+            raise fail(pos, f"{t.name}: Cannot refer to control inside itself")
+        raise fail(pos, f"{t.name}: Cannot refer parser inside itself")
 
     @staticmethod
     def order_named_args(params: list[A.Param], args: list[A.Argument]) -> None:

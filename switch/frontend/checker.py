@@ -64,11 +64,8 @@ class Checker(DeclsMixin, ParsersMixin, StmtsMixin, ExprsMixin, CallsMixin):
         ctx = Context("global")
         for d in self.program.decls:
             self.declaration(d, self.globals, ctx)
-        if self.main is None:
-            raise fail(
-                self.program.pos,
-                "no 'main' package instance; a v1model program needs 'V1Switch(...) main;'",
-            )
+        # No `main` is not a front-end error (p4c's front end accepts such a program); the
+        # compiler driver and the switch refuse it (errors.MissingMainError).
         return CheckedProgram(
             self.program, self.globals, self.main, self.match_kinds, self.error_members
         )

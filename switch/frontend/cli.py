@@ -21,7 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-from .errors import CompileError
+from .errors import CompileError, MissingMainError
 
 if TYPE_CHECKING:
     from .compiler import CompiledProgram, CompileOptions
@@ -189,6 +189,14 @@ def _build_parser() -> argparse.ArgumentParser:
         "expression at compilation time'); recorded in the -o pipeline",
     )
     add(
+        "--emit-externs",
+        action="store_true",
+        help="as p4c-bm2-ss: accept calls of user-declared extern functions and instances of "
+        "user-declared extern objects (without it they are 'unknown extern function' / "
+        "'unknown extern instance' errors); the embedded switch refuses to load such a "
+        "pipeline, as BMv2 does without an extern library",
+    )
+    add(
         "-E",
         dest="preprocess_only",
         action="store_true",
@@ -277,12 +285,22 @@ def _execute(args: argparse.Namespace, outputs: _Outputs) -> int:
             undefines=list(args.undefines),
             target_profile=args.target_profile,
             runtime_divmod=args.runtime_divmod,
+            emit_externs=args.emit_externs,
         )
         started = time.perf_counter()
         program = compile_file(Path(args.program), options)
         _verbose(args, f"compiled {args.program} in {time.perf_counter() - started:.3f} s")
         _write_outputs(program, outputs, args)
         return 0
+    except MissingMainError as exc:
+        # as p4c-bm2-ss: the P4Info is written, no pipeline JSON, a warning, exit status 1
+        try:
+            for path, fmt in outputs.p4runtime:
+                _write_file(path, _serialise_p4info(exc.p4info, fmt))
+        except _OutputError as out_exc:
+            _print_error(f"{PROG}: error: {out_exc}")
+            return 1
+        _print_error(exc.format())
     except CompileError as exc:
         _print_error(exc.format())
     except _OutputError as exc:

@@ -15,7 +15,8 @@ from p4.config.v1 import p4info_pb2
 
 from . import bmv2rules, checker, cpbuild, ir, parser, preprocess, tofino
 from .cpmodel import ControlPlaneModel
-from .errors import CompileError
+from .cpmodel import ControlPlaneModel as _EmptyModel
+from .errors import CompileError, MissingMainError
 from .p4info import build_p4info, p4info_to_text
 
 # --target-profile values: bmv2 and v1model (the same thing, and the default) compile for
@@ -34,6 +35,10 @@ class CompileOptions:
     # BMv2, the embedded interpreter computes them. Recorded in the compiled pipeline, so
     # the switch that loads it accepts the program too.
     runtime_divmod: bool = False
+    # p4c-bm2-ss's --emit-externs: accept calls of user-declared extern functions and
+    # instances of user-declared extern objects (BMv2 needs an extern library for them).
+    # Recorded in the compiled pipeline; the embedded switch refuses such a program at load.
+    emit_externs: bool = False
 
 
 @dataclass
@@ -64,15 +69,21 @@ def compile_file(path: Path | str, options: CompileOptions | None = None) -> Com
     program = parser.parse(text, str(path))
     t2 = time.perf_counter()
     checked = checker.check(program)
-    bmv2rules.check_bmv2(checked, runtime_divmod=options.runtime_divmod)
+    bmv2rules.check_bmv2(
+        checked, runtime_divmod=options.runtime_divmod, emit_externs=options.emit_externs
+    )
     t3 = time.perf_counter()
+    if checked.main is None:
+        # p4c's BMv2 back end: the P4Info of a program that instantiates nothing, then stop
+        raise MissingMainError(str(path), build_p4info(_EmptyModel()))
     model = cpbuild.build_model(checked)
     info = build_p4info(model)
     info_text = p4info_to_text(info)
     t4 = time.perf_counter()
     result_ir = ir.build_ir(program, path.stem, info_text, checked.main, text, str(path))
-    if options.runtime_divmod:
-        result_ir["options"] = {"runtime_divmod": True}
+    recorded = {"runtime_divmod": options.runtime_divmod, "emit_externs": options.emit_externs}
+    if any(recorded.values()):
+        result_ir["options"] = {k: True for k, v in recorded.items() if v}
     t5 = time.perf_counter()
     timings.update(preprocess=t1 - t0, parse=t2 - t1, check=t3 - t2, p4info=t4 - t3, ir=t5 - t4)
     if options.target_profile == "tofino":

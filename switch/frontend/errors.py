@@ -42,6 +42,32 @@ class CompileError(Exception):
         return f"{self.pos}: error: {self.message}"
 
 
+MISSING_MAIN = "Program does not contain a `main' module"
+
+
+class MissingMainError(CompileError):
+    """A program without ``main``. p4c's front end accepts it (only a back end needs a
+    package instance); p4c-bm2-ss writes the P4Info it was asked for (no tables: nothing is
+    instantiated), prints ``warning: Program does not contain a `main' module`` and exits 1
+    without a JSON. ``p4info`` carries that P4Info so the command line can do the same."""
+
+    def __init__(self, file: str, p4info: object = None) -> None:
+        super().__init__(SourcePos(file, 0), MISSING_MAIN)
+        self.file = file
+        self.p4info = p4info
+
+    def format(self) -> str:
+        # p4c's line, then ours: every failed compile of ours ends with an `error:` line
+        return (
+            f"warning: {MISSING_MAIN}\n"
+            f"{self.file}: error: no pipeline for BMv2 without 'V1Switch(...) main;'"
+        )
+
+    def __str__(self) -> str:
+        # where a switch refuses the program: one line naming the file and what it needs
+        return f"{self.file}: error: {MISSING_MAIN}; the switch needs 'V1Switch(...) main;'"
+
+
 def source_line(pos: SourcePos) -> str | None:
     """The text of the line ``pos`` names, or None when the file cannot be read."""
     if pos.line <= 0:

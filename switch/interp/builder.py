@@ -15,9 +15,11 @@ from typing import Any
 
 from ..frontend import ast as A
 from ..frontend import types as T
+from ..frontend.bmv2rules import first_user_extern, is_library
 from ..frontend.checker import CheckedProgram, Checker
 from ..frontend.cpbuild import iter_nodes, qualify
 from ..frontend.digests import assign_digest_names
+from ..frontend.errors import MissingMainError
 from . import hashes
 from .bindings import (
     BlockB,
@@ -177,7 +179,10 @@ class ProgramBuilder(ExprGen, StmtGen, ExternCallGen, ParserGen, TableGen):
     # ------------------------------------------------------------------ entry point
     def build(self) -> Pipeline:
         main = self.checked.main
-        assert main is not None
+        if main is None:
+            own = [d.pos.file for d in self.checked.program.decls if not is_library(d)]
+            raise MissingMainError(own[0] if own else self.checked.program.pos.file)
+        _refuse_user_externs(self.checked)
         args = [a.value for a in main.args]
         if len(args) != 6:
             raise CodegenError(main.pos, "main must be a V1Switch with six blocks")
@@ -694,6 +699,21 @@ def _no_log(msg: str, values: tuple[Any, ...]) -> None:
 
 def _division_by_zero(where: str) -> int:
     raise P4RuntimeFault(where, "division by zero")
+
+
+def _refuse_user_externs(checked: CheckedProgram) -> None:
+    """A program compiled with --emit-externs may call extern functions or instantiate
+    extern objects it declares itself; like BMv2 without an extern library, this switch
+    cannot run them and refuses the program before building anything, at the first use."""
+    found = first_user_extern(checked.program.decls)
+    if found is None:
+        return
+    use, kind, decl = found
+    raise CodegenError(
+        use.pos,
+        f"{decl.name}: user-declared extern {kind} (declared at {decl.pos}) is not supported "
+        "by this switch, which runs only the externs of core.p4 and v1model.p4",
+    )
 
 
 def build_pipeline(

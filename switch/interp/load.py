@@ -9,7 +9,7 @@ from typing import Any
 
 from ..frontend import bmv2rules, checker, parser
 from ..frontend.compiler import CompileOptions, compile_file
-from ..frontend.errors import CompileError
+from ..frontend.errors import CompileError, MissingMainError
 from ..frontend.ir import IR_FORMAT, IR_VERSION
 from .builder import Pipeline, build_pipeline
 
@@ -50,5 +50,8 @@ def load_compiled(doc: Any, seed: int = 0) -> Pipeline:
     checked = checker.check(program)
     options = doc.get("options")
     runtime_divmod = isinstance(options, dict) and options.get("runtime_divmod") is True
-    bmv2rules.check_bmv2(checked, runtime_divmod=runtime_divmod)
+    emit_externs = isinstance(options, dict) and options.get("emit_externs") is True
+    bmv2rules.check_bmv2(checked, runtime_divmod=runtime_divmod, emit_externs=emit_externs)
+    if checked.main is None:
+        raise MissingMainError(str(source.get("file") or "<pipeline>"))
     return build_pipeline(checked, str(doc.get("program") or "program"), random.Random(seed))

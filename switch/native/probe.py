@@ -39,6 +39,8 @@ def _key(program: Path, options: CompileOptions) -> str:
         for p in sorted(Path(d).rglob("*.p4")):
             h.update(str(p).encode() + p.read_bytes())
     h.update(repr(sorted(options.defines.items())).encode())
+    # options that change what compiles (and so what the probe verdict is)
+    h.update(repr((options.undefines, options.runtime_divmod, options.emit_externs)).encode())
     return h.hexdigest()
 
 

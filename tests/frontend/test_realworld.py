@@ -34,6 +34,7 @@ RUNS: dict[str, int] = {
     "cast_to_int.p4": 7,
     "arrays.p4": 8,
     "generic_struct_header.p4": 10,
+    "extern_user_declared_unused.p4": 9,
 }
 
 
