@@ -135,7 +135,8 @@ def test_standard_scaling_points() -> None:
     assert [(p.shape.bw, p.k, p.workers) for p in pts] == [
         (bw, k, n) for bw, k, ns in ex.SCALING_SERIES for n in ns]  # fmt: skip
     assert {p.items[0].elements for p in pts if p.shape.bw == 10} == {65_536}
-    assert [p.workers for p in pts if p.gloo_items == ()] == [16]  # no gloo at 16 workers
+    assert all(p.gloo_items is None for p in pts)  # gloo at every point, 16 workers too
+    assert ex.scaling_points(ex.Options(gloo=False))[0].gloo_items == ()  # --no-gloo
     # where p4src/ has no K = 1024, the 100 Mbit/s series runs K = 256
     assert {p.k for p in ex.scaling_points(ex.Options(), (64, 256))} == {256}
     # the command line's lists replace the set by their product
