@@ -145,6 +145,20 @@ def test_standard_scaling_points() -> None:
         (100.0, 64, 2), (100.0, 64, 3), (100.0, 256, 2), (100.0, 256, 3)]  # fmt: skip
 
 
+def test_figure_titles_wrap_at_conditions() -> None:
+    from p4reduce.testbed.mininet.report import wrap_title
+
+    title = ("scaling: all-reduce time against workers\nN workers, embedded (native) switch, "
+             "links 10, 100 Mbit/s, K = 256, 1024, MTU 1500, 9000")  # fmt: skip
+    lines = wrap_title(title, 72).split("\n")
+    assert lines == ["scaling: all-reduce time against workers",
+                     "N workers, embedded (native) switch, links 10, 100 Mbit/s, K = 256, 1024,",
+                     "MTU 1500, 9000"]  # fmt: skip
+    assert wrap_title("short\n\nx") == "short\n\nx"
+    long = wrap_title("a" * 30 + " " + "b" * 30, 40).split("\n")  # no ", ": at spaces
+    assert long == ["a" * 30, "b" * 30]
+
+
 def test_supported_ks_reads_the_programs_guard() -> None:
     ks = supported_ks()
     assert {64, 256} <= set(ks) and set(ks) <= {64, 256, 1024}
