@@ -20,7 +20,6 @@ step, then a summary), and ``--save-params`` writes the final parameters (``.npy
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import signal
@@ -31,6 +30,8 @@ import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
+
+from p4reduce.testbed.local import terminate
 
 from p4reduce.free_port import free_port
 
@@ -152,23 +153,10 @@ def launch(args: argparse.Namespace, argv: list[str]) -> int:
     except KeyboardInterrupt:
         status = 130
     finally:
-        stop(procs)
+        terminate(procs)
     if status < 0:  # killed by a signal: report it the shell's way
         status = 128 - status
     return status
-
-
-def stop(procs: list[subprocess.Popen[bytes]]) -> None:
-    for p in procs:
-        if p.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                p.send_signal(signal.SIGTERM)
-    for p in procs:
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
 
 
 # ---------------------------------------------------------------------- model and data

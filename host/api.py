@@ -36,6 +36,16 @@ import numpy as np
 from ..controller.client import Assignment, RegistrationClient, RegistrationError, Timeouts
 from ..controller.credentials import JOB_SECRET_ENV
 from . import wire
+from .auto import (  # noqa: F401 - AUTO_FLOAT_SAVING is re-exported (tests, docs)
+    AUTO_FLOAT_SAVING,
+    AUTO_MIN_ROUNDS,
+    AUTO_RECHECK,
+    AutoCache,
+    census_union,
+    census_vector,
+    decide_auto,
+    result_union,
+)
 from .protocol import CallStats, CallTimeout, Done, RetryPolicy, Session, SessionBusy
 from .protocol.call import Call
 from .protocol.events import StuckSlot
@@ -51,12 +61,6 @@ OPS = ("sum", "avg")
 DTYPES = (np.dtype(np.float32), np.dtype(np.float16), np.dtype(np.int32))
 MODES = ("dense", "sparse", "auto")
 
-# mode="auto" (docs/host.md): no agreement round for tensors of at most this many rounds
-# of slots; a float32 call goes sparse only when it saves at least this share of packets.
-AUTO_MIN_ROUNDS = 2
-AUTO_FLOAT_SAVING = 0.2
-_AUTO_BITS = 6  # bits per block in the agreement vector: a count 0..32 fits
-_AUTO_PER_LANE = 5  # blocks per int32 lane (30 bits, no carry between fields)
 
 # stuck slots whose switch state a timeout error reports (one HTTP request each)
 _DIAGNOSED_SLOTS = 4
@@ -238,6 +242,9 @@ class AllreduceSession:
         self._closed = False
         self._pending: _Pending | None = None
         self._broken: BaseException | None = None
+        # mode="auto": the decision per shape, changed only by completed calls (host/auto.py)
+        self._auto_cache = AutoCache(AUTO_RECHECK)
+        self.censuses = 0  # agreement rounds this session ran for mode="auto"
 
     # ------------------------------------------------------------ construction
 
@@ -411,6 +418,7 @@ class AllreduceSession:
         with self._lock:
             self._pending = None
             self._broken = None
+            self._auto_cache.clear()
             self.session.reset(next_call=next_call)
             self.transport.discard()  # queued sends and results of the forgotten calls
 
@@ -441,6 +449,19 @@ class AllreduceSession:
             s = AllreduceStats()
             s._add(self._last)
             return s
+
+    @property
+    def auto_recheck(self) -> int:
+        """``mode="auto"`` runs its census (agreement round) on the first call of a shape
+        and then on every ``auto_recheck``-th call of it (default AUTO_RECHECK); 1: on
+        every call. Set it alike on every worker, between calls."""
+        return self._auto_cache.recheck
+
+    @auto_recheck.setter
+    def auto_recheck(self, calls: int) -> None:
+        if calls < 1:
+            raise ValueError(f"auto_recheck = {calls}: at least 1 (a census every call)")
+        self._auto_cache.recheck = calls
 
     @property
     def transport_counters(self) -> dict[str, object]:
@@ -550,12 +571,7 @@ class AllreduceSession:
             a, op, out, AllreduceStats(calls=1, elements=a.size), time.monotonic(), dtype
         )
         if mode == "auto":
-            vec = self._auto_vector(a)  # the non-finite check too
-            if vec is not None:
-                return self._run(
-                    vec, wire.MSG_DENSE, user, lambda sums: self._after_agreement(user, sums)
-                )
-            mode = "dense"
+            return self._auto(a, user)
         msg = wire.MSG_SPARSE if mode == "sparse" else wire.MSG_DENSE
         return self._run(a, msg, user, lambda r: self._finish(user, r))
 
@@ -596,6 +612,7 @@ class AllreduceSession:
         )
         self._pending = None
         self._broken = None
+        self._auto_cache.clear()  # alike on every worker: each goes through this round
         self.session.reset(next_call=agreed)
         self.transport.discard()  # results of the failed call that arrived meanwhile
         self.recoveries += 1
@@ -707,50 +724,46 @@ class AllreduceSession:
 
     # ------------------------------------------------------------ mode="auto"
 
-    def _auto_vector(self, a: np.ndarray) -> np.ndarray | None:
-        """The agreement round's int32 vector, or None when the decision is dense without
-        one: on the dense program, or for a tensor of at most AUTO_MIN_ROUNDS rounds of
-        the job's slots. Both depend only on what every worker shares (the program, the
-        size, S), so every worker takes the same branch. Checks for NaN/±Inf first."""
+    def _auto(self, a: np.ndarray, user: _UserCall) -> np.ndarray:
+        """``mode="auto"`` (docs/host.md): dense without asking anyone on the dense program
+        or for a tensor of at most AUTO_MIN_ROUNDS rounds of the job's slots (both depend
+        only on what every worker shares); else the cached decision for this shape, or a
+        census first when the cache has none (the first call, every ``auto_recheck``-th)."""
+        nb = block_count(a.size, self.k)
+        if self.program != "sparse" or nb <= AUTO_MIN_ROUNDS * self.session.slots:
+            return self._run(a, wire.MSG_DENSE, user, lambda r: self._finish(user, r))
+        key = (a.shape, user.dtype.str)
+        msg = self._auto_cache.decision(key)
+        if msg is not None:
+            return self._run(a, msg, user, lambda r: self._after_auto(user, key, r, False))
         blocks = to_blocks(a, self.k)
         if a.dtype == np.float32:
-            nonzero = block_exponents(blocks) != 0  # raises NonFiniteError
+            nonzero = block_exponents(blocks) != 0  # raises NonFiniteError before the census
         else:
             nonzero = blocks.any(axis=1)
-        nb = blocks.shape[0]
-        if self.program != "sparse" or nb <= AUTO_MIN_ROUNDS * self.session.slots:
-            return None
-        # Pack one 6-bit field per block, 5 blocks per int32 lane: the switch's sum of
-        # a field is the number of workers with that block non-zero (at most 32 < 64).
-        lanes = -(-nb // _AUTO_PER_LANE)
-        padded = np.zeros(lanes * _AUTO_PER_LANE, dtype=np.int32)
-        padded[:nb] = nonzero
-        shifts = np.arange(_AUTO_PER_LANE, dtype=np.int32) * _AUTO_BITS
-        return (padded.reshape(lanes, _AUTO_PER_LANE) << shifts).sum(axis=1, dtype=np.int32)
+        self.censuses += 1
+        return self._run(
+            census_vector(nonzero),
+            wire.MSG_DENSE,
+            user,
+            lambda sums: self._after_census(user, key, sums),
+        )
 
-    def _after_agreement(self, user: _UserCall, sums: np.ndarray) -> np.ndarray:
+    def _after_census(self, user: _UserCall, key: Any, sums: np.ndarray) -> np.ndarray:
         """Every worker gets the same ``sums``, so every worker decides alike."""
         a = user.array
         nb = block_count(a.size, self.k)
-        fields_ = (sums[:, None] >> (np.arange(_AUTO_PER_LANE) * _AUTO_BITS)) & 0x3F
-        union = int(np.count_nonzero(fields_.reshape(-1)[:nb]))
+        msg = decide_auto(census_union(sums, nb), nb, self.session.slots, a.dtype == np.float32)
+        return self._run(a, msg, user, lambda r: self._after_auto(user, key, r, True))
+
+    def _after_auto(
+        self, user: _UserCall, key: Any, result: np.ndarray, census: bool
+    ) -> np.ndarray:
+        """The union seen in the result (bit-identical on every worker) decides the next
+        call of this shape."""
+        a = user.array
+        nb = block_count(a.size, self.k)
+        union = result_union(result, self.k)
         msg = decide_auto(union, nb, self.session.slots, a.dtype == np.float32)
-        return self._run(a, msg, user, lambda r: self._finish(user, r))
-
-
-def decide_auto(union: int, blocks: int, slots: int, is_float: bool) -> int:
-    """The message type ``mode="auto"`` uses, from the number of blocks non-zero on some
-    worker (``union``, the same on every worker after the agreement round).
-
-    Packets per worker and direction: dense sends every block (B, plus min(S, B) priming
-    packets for float32); sparse primes every slot and sends the union (min(S, B) + U).
-    int32 goes sparse when that is fewer packets (the result is exact either way).
-    float32 goes sparse only when it saves at least AUTO_FLOAT_SAVING of the packets:
-    sparse quantizes a slot's whole stride class with one exponent, coarser than dense's
-    per-block exponents, which is worth it only for a clear saving."""
-    active = min(slots, blocks)
-    sparse = active + union
-    if is_float:
-        dense = blocks + active
-        return wire.MSG_SPARSE if sparse <= (1 - AUTO_FLOAT_SAVING) * dense else wire.MSG_DENSE
-    return wire.MSG_SPARSE if sparse < blocks else wire.MSG_DENSE
+        self._auto_cache.learn(key, msg, census=census)
+        return self._finish(user, result)

@@ -15,10 +15,11 @@ For each item it generates this rank's tensor (``testbed.data.rank_data``), wait
 barrier, runs ``warmup`` untimed and ``repeat`` timed all-reduces, saves the last result to
 ``save`` (``.npy``) when given, and prints one JSON line per timed call on stdout:
 
-    {"rank", "item", "call", "elements", "dtype", "mode", "density", "seconds", "stats"}
+    {"rank", "item", "call", "elements", "dtype", "mode", "density", "seconds", "stats", "took"}
 
 ``seconds`` is the wall time of the call measured here; ``stats`` is the session's
-``last_stats.as_dict()``. Errors: one line on stderr, exit 1.
+``last_stats.as_dict()``; ``took`` the mode the call used (``last_mode``: what
+``mode="auto"`` chose). Errors: one line on stderr, exit 1.
 """
 
 from __future__ import annotations
@@ -112,6 +113,7 @@ def run_plan(
                     "rank": rank, "item": i, "call": c, "elements": int(x.size),
                     "dtype": item["dtype"], "mode": mode, "density": density,
                     "seconds": seconds, "stats": _stats(session),
+                    "took": getattr(session, "last_mode", None),
                 }  # fmt: skip
                 lines.append(line)
                 if emit is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,6 +27,25 @@ COLUMNS = (
     ("ok", "ok", "{}"),
 )
 SCALE = {"seconds": 1e3, "seconds_min": 1e3, "seconds_max": 1e3}
+# Characters of a 10-point title line that fit a 6.4-inch figure (the conditions line of a
+# figure can be twice as long: wrapped, not cut off at the figure's edge).
+TITLE_CHARS = 80
+
+
+def wrap_title(title: str, width: int = TITLE_CHARS) -> str:
+    """Each line of ``title`` wrapped to at most ``width`` characters where it can be: at
+    ", " (a condition is kept whole), else at spaces."""
+    out = []
+    for line in title.split("\n"):
+        cur = ""
+        for part in line.split(", "):
+            if cur and len(cur) + 2 + len(part) > width:
+                out.append(cur + ",")
+                cur = part
+            else:
+                cur = f"{cur}, {part}" if cur else part
+        out += textwrap.wrap(cur, width) or [cur]
+    return "\n".join(out)
 
 
 def cell(row: Row, key: str, fmt: str) -> str:
@@ -85,7 +105,8 @@ def plot(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    # constrained layout makes room for a title of several lines (wrap_title)
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
     for name, (xs, ys) in series.items():
         style = "--" if name in dashed else "-"
         ax.plot(list(xs), list(ys), style, marker="o", label=name)
@@ -103,12 +124,11 @@ def plot(
         ax.set_yscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=10)
+    ax.set_title(wrap_title(title), fontsize=10)
     if not ylog:
         ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
-    fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -128,7 +148,7 @@ def bars(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
     width = 0.8 / max(1, len(series))
     for i, (name, ys) in enumerate(series.items()):
         xs = [g + (i - (len(series) - 1) / 2) * width for g in range(len(groups))]
@@ -137,10 +157,9 @@ def bars(
             ax.annotate(f"{y:.0f}", (x, y), ha="center", va="bottom", fontsize=8)
     ax.set_xticks(range(len(groups)), list(groups))
     ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=10)
+    ax.set_title(wrap_title(title), fontsize=10)
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)

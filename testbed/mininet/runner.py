@@ -125,8 +125,11 @@ def plan_for(
     ]
 
 
-def check_results(point: Point, item: Item, paths: list[Path], backend: str) -> tuple[bool, float]:
-    """(every result right and all identical, the largest error)."""
+def check_results(
+    point: Point, item: Item, paths: list[Path], backend: str, took: str | None = None
+) -> tuple[bool, float]:
+    """(every result right and all identical, the largest error). ``took``: the mode the
+    saved (last) p4reduce call used, as its workers reported it (for ``mode="auto"``)."""
     arrays = [
         rank_data(point.seed, r, item.elements, item.dtype, item.density, point.k)
         for r in range(point.workers)
@@ -134,7 +137,9 @@ def check_results(point: Point, item: Item, paths: list[Path], backend: str) -> 
     results = [np.load(p) for p in paths]
     identical = all(np.array_equal(results[0], r) for r in results[1:])
     if backend == "p4reduce":
-        mode = auto_choice(point, item, arrays) if item.mode == "auto" else item.mode
+        mode = item.mode
+        if mode == "auto":
+            mode = took or auto_choice(point, item, arrays)
         checker = Checker(arrays, k=point.k, mode=mode, slots=point.slots)
         cmps = [checker.check(r) for r in results]
         return identical and all(c.ok for c in cmps), max(c.max_abs_error for c in cmps)
@@ -152,9 +157,10 @@ def check_results(point: Point, item: Item, paths: list[Path], backend: str) -> 
 
 
 def auto_choice(point: Point, item: Item, arrays: list[np.ndarray]) -> str:
-    """The mode ``allreduce(mode="auto")`` took for these tensors: the API's own rule
-    (``host.api.decide_auto`` on the union of non-zero blocks), so that the result is
-    checked against the bound of the mode that actually ran."""
+    """The mode ``allreduce(mode="auto")`` takes for these tensors after a census: the API's
+    own rule (``host.auto.decide_auto`` on the union of non-zero blocks). Used only when the
+    workers did not report the mode they took (``took``), so that the result is checked
+    against the bound of the mode that actually ran."""
     from p4reduce.host import wire
     from p4reduce.host.api import AUTO_MIN_ROUNDS, decide_auto
     from p4reduce.host.quantize import block_count, to_blocks
@@ -227,7 +233,9 @@ def rows_for(
         packets = [sum(ln["stats"].get("packets_sent", 0) for ln in c) for c in calls]
         retx = [sum(ln["stats"].get("retransmissions", 0) for ln in c) for c in calls]
         paths = [workdir / f"{backend}-item{i}-rank{r}.npy" for r in range(point.workers)]
-        ok, err = check_results(point, item, paths, backend)
+        took = sorted({str(ln.get("took")) for ln in calls[-1]})  # the saved call's mode
+        ok, err = check_results(point, item, paths, backend, took[0] if took != ["None"] else None)
+        ok = ok and len(took) == 1  # every worker took the same path
         rows.append(
             Row(
                 experiment=point.experiment,

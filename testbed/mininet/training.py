@@ -32,7 +32,7 @@ import numpy as np
 from ..ddp_bound import param_tolerance
 from ..local import StackError
 from .experiments import Options, link_label
-from .report import write_csv
+from .report import wrap_title, write_csv
 from .runner import Row
 from .stack import MininetStack, data_link_mtu, make_workdir
 from .switches import SwitchKind
@@ -198,7 +198,7 @@ def figure(rows: list[Row], path: Path, title: str) -> None:
 
     models = list(dict.fromkeys(r.extra["model"] for r in rows))
     runs = list(dict.fromkeys(f"{r.backend} {r.mode}" for r in rows))
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10.5, 4.2))
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10.5, 4.2), layout="constrained")
     width = 0.8 / len(runs)
     for i, run in enumerate(runs):
         ys = [next(r.seconds * 1e3 for r in rows if r.extra["model"] == m
@@ -221,8 +221,7 @@ def figure(rows: list[Row], path: Path, title: str) -> None:
     bx.set_ylabel("training loss (rank 0's batch)")
     bx.grid(True, alpha=0.3)
     bx.legend(fontsize=7)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    fig.suptitle(wrap_title(title, 130), fontsize=10)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -34,9 +34,12 @@ def train(*args: str, timeout: float) -> dict[str, dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def runs() -> dict[str, dict[str, Any]]:
+    # 8 epochs (88 steps), not the example's 15: the same relations hold with margin
+    # (docs/compression.md: accuracy 93.3 % dense, 95.0 % top-k, 89.2 % without error
+    # feedback, 95.0 % adaptive) in about half the training time
     return train(
         "--workers", "4", "--compress", "none,topk,topk-noef,adaptive",
-        "--ratio", str(RATIO), "--mode", "sparse", timeout=840,
+        "--ratio", str(RATIO), "--mode", "sparse", "--epochs", "8", timeout=840,
     )  # fmt: skip
 
 

@@ -238,6 +238,8 @@ def test_auto_mode_agrees_across_workers(sparse: Jobs) -> None:
     blocks); tiny tensors go dense with no agreement round."""
     n = 4
     sessions = sparse.join(n, slots=8)
+    for s in sessions:
+        s.auto_recheck = 1  # a census on every call: each case decides from its own union
     m = 200 * K
 
     def dens(ds: list[float], dtype: type, seed: int) -> list[np.ndarray]:
@@ -267,6 +269,47 @@ def test_auto_mode_agrees_across_workers(sparse: Jobs) -> None:
         check(r, xs)
     assert [s.last_mode for s in sessions] == ["dense"] * n
     assert sessions[0].last_stats.packets_sent == 16 + 8
+
+
+def test_auto_mode_caches_its_decision_per_shape(sparse: Jobs) -> None:
+    """mode="auto" runs its census only for the first call of a shape and every
+    auto_recheck-th call after it; in between, the union seen in the previous result (the
+    same on every worker) decides, so a density change is followed one call later, and
+    every worker always takes the same path. A recovery round clears the cache."""
+    n, slots = 3, 8
+    sessions = sparse.join(n, slots=slots)
+    for s in sessions:
+        s.auto_recheck = 4
+    m = 200 * K  # 200 blocks
+    rng = np.random.default_rng(7)
+    low = [make_tensor(rng, m, np.float32, d) for d in (0.02, 0.0, 0.01)]
+    full = [make_tensor(rng, m, np.float32, 1.0) for _ in range(n)]
+    sparse_packets = min(slots, 200)  # priming; + the union
+    seq = [(low, "sparse"), (low, "sparse"), (full, "sparse"), (full, "dense"), (low, "sparse")]
+    censuses = [1, 1, 1, 1, 2]  # the 5th call is the 4th after the census: a new census
+    for i, ((xs, expected), want_census) in enumerate(zip(seq, censuses, strict=True)):
+        for r in run_all(sessions, xs, mode="auto"):
+            check(r, xs, sparse_slots=slots if expected == "sparse" else None)
+        assert [s.last_mode for s in sessions] == [expected] * n, i
+        assert [s.censuses for s in sessions] == [want_census] * n, i
+    # a cached call sends only its data packets: here sparse on the low-density tensors
+    for r in run_all(sessions, low, mode="auto"):
+        check(r, low, sparse_slots=slots)
+    union = int(np.count_nonzero(np.any([x.reshape(-1, K) != 0 for x in low], axis=(0, 2))))
+    st = sessions[0].last_stats
+    assert st.packets_sent - st.retransmissions == sparse_packets + union
+    assert sessions[0].censuses == 2
+    # another shape has its own entry: a census first
+    short = [x[: 100 * K].reshape(100, K) for x in low]
+    for r in run_all(sessions, short, mode="auto"):
+        check(r, short, sparse_slots=slots)
+    assert [s.censuses for s in sessions] == [3] * n
+    # after a recovery round (every worker) the cache is empty: a census again
+    on_all(sessions, lambda s, r: s.recover())
+    run_all(sessions, low, mode="auto")
+    assert [s.censuses for s in sessions] == [4] * n
+    with pytest.raises(ValueError, match="at least 1"):
+        sessions[0].auto_recheck = 0
 
 
 def test_argument_errors_send_nothing(dense: Jobs, sparse: Jobs) -> None:

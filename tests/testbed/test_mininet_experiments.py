@@ -135,13 +135,28 @@ def test_standard_scaling_points() -> None:
     assert [(p.shape.bw, p.k, p.workers) for p in pts] == [
         (bw, k, n) for bw, k, ns in ex.SCALING_SERIES for n in ns]  # fmt: skip
     assert {p.items[0].elements for p in pts if p.shape.bw == 10} == {65_536}
-    assert [p.workers for p in pts if p.gloo_items == ()] == [16]  # no gloo at 16 workers
+    assert all(p.gloo_items is None for p in pts)  # gloo at every point, 16 workers too
+    assert ex.scaling_points(ex.Options(gloo=False))[0].gloo_items == ()  # --no-gloo
     # where p4src/ has no K = 1024, the 100 Mbit/s series runs K = 256
     assert {p.k for p in ex.scaling_points(ex.Options(), (64, 256))} == {256}
     # the command line's lists replace the set by their product
     pts = ex.scaling_points(ex.Options(workers=(2, 3), bws=(100.0,), ks=(64, 256)))
     assert [(p.shape.bw, p.k, p.workers) for p in pts] == [
         (100.0, 64, 2), (100.0, 64, 3), (100.0, 256, 2), (100.0, 256, 3)]  # fmt: skip
+
+
+def test_figure_titles_wrap_at_conditions() -> None:
+    from p4reduce.testbed.mininet.report import wrap_title
+
+    title = ("scaling: all-reduce time against workers\nN workers, embedded (native) switch, "
+             "links 10, 100 Mbit/s, K = 256, 1024, MTU 1500, 9000")  # fmt: skip
+    lines = wrap_title(title, 72).split("\n")
+    assert lines == ["scaling: all-reduce time against workers",
+                     "N workers, embedded (native) switch, links 10, 100 Mbit/s, K = 256, 1024,",
+                     "MTU 1500, 9000"]  # fmt: skip
+    assert wrap_title("short\n\nx") == "short\n\nx"
+    long = wrap_title("a" * 30 + " " + "b" * 30, 40).split("\n")  # no ", ": at spaces
+    assert long == ["a" * 30, "b" * 30]
 
 
 def test_supported_ks_reads_the_programs_guard() -> None:
@@ -214,8 +229,9 @@ def test_two_tenants_share_the_switch_and_keep_their_results(tmp_path: Path) -> 
 @needs_mininet
 @pytest.mark.timeout(420)
 def test_small_training_is_within_the_bound_and_leaves_nothing(tmp_path: Path) -> None:
-    r = run_testbed("-e", "training", "-n", "2", "--steps", "3", "--json", "--out",
-                    str(tmp_path), timeout=400)  # fmt: skip
+    # unshaped links and 2 steps (1 timed): the six runs' time is their processes' start
+    r = run_testbed("-e", "training", "-n", "2", "--steps", "2", "--bw", "0", "--json",
+                    "--out", str(tmp_path), timeout=400)  # fmt: skip
     assert r.returncode == 0, r.stderr
     rows = rows_of(r)
     assert [(x["model"], x["backend"], x["mode"]) for x in rows] == [
