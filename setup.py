@@ -1,6 +1,7 @@
 """The compiled part of p4reduce; everything else is declared in pyproject.toml.
 
 host/_engine_c.c is the protocol core of one call in C (host/protocol/native.py).
+switch/native/_batch.c is the native switch engine's in-process packet path (engine.py).
 host/_quantize_c.c is a fused quantize/dequantize kernel, bit-identical to the numpy code
 in host/quantize.py, which falls back to that code when the module is missing. Its
 floating-point operations must stay exactly numpy's: FMA contraction off (no fused
@@ -18,5 +19,10 @@ setup(
         # the native protocol core (host/protocol/native.py): it quantizes as quantize_row
         # does, so the same floating-point rules apply
         Extension("p4reduce.host._engine_c", ["host/_engine_c.c"], extra_compile_args=FLAGS),
+        # the in-process packet path of the native switch engine (switch/native/engine.py):
+        # no floating point, so plain -O2
+        Extension(
+            "p4reduce.switch.native._batch", ["switch/native/_batch.c"], extra_compile_args=["-O2"]
+        ),
     ]
 )

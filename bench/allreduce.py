@@ -3,7 +3,8 @@ processes on 127.0.0.1 (``p4reduce.testbed.local.LocalStack``, as ``p4reduce che
 
 Printed, and written to ``--out`` as one CSV and one PNG per figure:
 
-- ``sizes``: time and goodput per all-reduce against tensor size (dense float32, N workers);
+- ``sizes``: time and goodput per all-reduce against tensor size (dense float32, N workers),
+  per switch engine and K, next to gloo (torch.distributed, N processes) in the same run;
 - ``workers``: time and goodput against the number of workers (fixed size);
 - ``density``: sparse time against density, next to dense on the same data (sparse program);
 - ``quantize``: block_exponents, quantize and dequantize (into a second array and in place)
@@ -31,7 +32,7 @@ process instead; see docs/testbed.md for the comparison).
 
     python bench/allreduce.py [--workers N] [--sizes M,M,...] [--worker-counts N,N,...]
         [--density-elements M] [--densities D,D,...] [--repeat R] [--slots S] [--k K,K,...]
-        [--engines E,E]
+        [--engines E,E] [--no-gloo]
         [--quant-elements M] [--runner processes|threads] [--out DIR] [--json] [--quick]
 """
 
@@ -445,6 +446,18 @@ def print_side_by_side(key: str, rows: list[dict[str, Any]], fixed: str) -> None
         print(f"{x:>10} " + " ".join(cells))
 
 
+def print_vs_gloo(rows: list[dict[str, Any]], workers: int) -> None:
+    """ms per all-reduce of every (engine, K) next to gloo's, measured in the same run."""
+    rows = [r for r in rows if "gloo_seconds" in r]
+    if not rows:
+        return
+    print(f"\nms per all-reduce next to gloo (torch.distributed, {workers} processes, same run)")
+    print(f"{'elements':>10} {'engine':>8} {'K':>5} {'ms':>9} {'gloo ms':>9} {'x gloo':>8}")
+    for r in rows:
+        print(f"{r['elements']:>10} {r['engine']:>8} {r['k']:>5} {r['seconds'] * 1e3:>9.1f} "
+              f"{r['gloo_seconds'] * 1e3:>9.1f} {r['ratio_to_gloo']:>8.2f}")  # fmt: skip
+
+
 def run_dense_figures(
     args: argparse.Namespace, only: set[str], fig: dict[str, list[dict[str, Any]]],
     add_pps: Callable[[str, dict[str, Any], str], None], ports: int, k: int,
@@ -526,6 +539,8 @@ def main(argv: list[str] | None = None) -> int:
                     "estimate printed (600)")  # fmt: skip
     ap.add_argument("--only", default="sizes,workers,density,quantize,host",
                     help="figures to run, comma-separated")  # fmt: skip
+    ap.add_argument("--no-gloo", action="store_true",
+                    help="sizes figure: leave out gloo (torch.distributed) beside it")  # fmt: skip
     ap.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args(argv)
@@ -534,7 +549,7 @@ def main(argv: list[str] | None = None) -> int:
             sizes=[1_000, 10_000], size_for_workers=5_000, worker_counts=[1, 2],
             density_elements=20_000, densities=[0.05, 1.0],
             repeat=1, quant_elements=1 << 18, echo_packets=2_000, k=[64], host_elements=100_000,
-            engine_ks=[64], engine_workers=[2], engine_sizes=[100_000],
+            engine_ks=[64], engine_workers=[2], engine_sizes=[100_000], no_gloo=True,
         )  # fmt: skip
         args = ap.parse_args(argv)
     only = set(args.only.split(","))
@@ -570,6 +585,20 @@ def main(argv: list[str] | None = None) -> int:
         for engine in sw_engines:
             for k in ks:
                 run_dense_figures(args, only, fig, add_pps, ports, k, engine, echoes[k])
+
+    # gloo beside the sizes figure, same run, same worker count (skipped without torch)
+    gloo_sizes: dict[int, float] = {}
+    if "sizes" in only and fig["sizes"] and not args.no_gloo:
+        try:
+            for m in args.sizes:
+                gloo_sizes[m] = engines.gloo_run(args.workers, m, args.repeat)["seconds"]
+                log(f"gloo: M={m}, {args.workers} workers: {gloo_sizes[m] * 1e3:.1f} ms")
+        except (ImportError, RuntimeError, OSError) as e:
+            log(f"gloo not measured: {e}")
+        for r in fig["sizes"]:
+            if r["elements"] in gloo_sizes:
+                r["gloo_seconds"] = gloo_sizes[r["elements"]]
+                r["ratio_to_gloo"] = r["seconds"] / r["gloo_seconds"]
 
     if "density" in only:
         m, n = args.density_elements, args.workers
@@ -638,6 +667,7 @@ def main(argv: list[str] | None = None) -> int:
               f"K = {k}, engine {engine})")  # fmt: skip
         print_runs("workers", rows)
     print_side_by_side("elements", fig["sizes"], f"{args.workers} workers")
+    print_vs_gloo(fig["sizes"], args.workers)
     print_side_by_side("workers", fig["workers"], f"{args.size_for_workers} elements")
     if fig["density"]:
         print(

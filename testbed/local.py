@@ -50,6 +50,31 @@ from typing import Any
 from ..controller.credentials import JOB_SECRET_ENV, new_secret
 from ..free_port import free_port
 
+# The aggregation port is compiled into the P4 program (-DAGG_UDP_PORT), and the native
+# switch engine caches its shared object by the content hash of the C generated from that
+# program (docs/native.md, "Cache and fallbacks"). A stack that compiled a random port in would
+# therefore generate and compile C at every start; stacks take the first free port of this
+# fixed pool instead (the programs' default first), so a second start hits the cache. The P4
+# program stays the only place the port is defined; only when the whole pool is busy (many
+# stacks at once) does a stack fall back to a random port, and compile.
+AGG_PORT_POOL = range(48864, 48864 + 16)
+
+
+def pick_agg_port(tried: set[int] | frozenset[int] = frozenset()) -> int:
+    """The first port of AGG_PORT_POOL not in ``tried`` that 127.0.0.1 can bind now, else
+    a random free UDP port."""
+    for port in AGG_PORT_POOL:
+        if port in tried:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    return free_port("udp")
+
+
 SWITCH_MAC = "02:00:00:00:00:fe"
 SWITCH_IP = "127.0.0.1"
 PROGRAMS = ("dense", "sparse")
@@ -305,8 +330,10 @@ class LocalStack:
         else:
             self.dir = Path(self._workdir_arg)
             self.dir.mkdir(parents=True, exist_ok=True)
+        tried: set[int] = set()
         for attempt in range(3):
-            self.agg_port = free_port("udp")
+            self.agg_port = pick_agg_port(tried)
+            tried.add(self.agg_port)
             self._compile()
             if self.peers is None:
                 self._bind_sockets()

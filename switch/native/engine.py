@@ -23,6 +23,11 @@ from .build import build, load
 from .cprogram import NativeProgram
 from .mirror import NativeCounter, NativePre, NativeRegister, NativeTable, lookup_order
 
+try:  # the in-process packet path in C (setup.py builds it); else the ctypes path below
+    from . import _batch
+except ImportError:  # pragma: no cover - an install without a compiler
+    _batch = None  # type: ignore[assignment]
+
 U64, U32 = ctypes.c_uint64, ctypes.c_uint32
 KIND_MASK, KIND_RANGE, KIND_ANY = 0, 1, 2
 _HEAD = struct.Struct("=II")
@@ -106,6 +111,8 @@ class NativeSwitch:
         self._used = U32(0)
         self._used_ref = ctypes.byref(self._used)
         self._one = self.lib.p4r_process_one
+        # p4r_run_vec and the engine, for _batch (no ctypes conversions per packet)
+        self._vec = ctypes.cast(self.lib.p4r_run_vec, ctypes.c_void_p).value
         objs = program.objects
         for i, t in enumerate(objs.table_list):
             t.__class__ = NativeTable
@@ -232,6 +239,11 @@ class NativeSwitch:
     # ------------------------------------------------------------------ the packet path
     def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
         """Run one packet arriving on ``port``; return the (port, bytes) it produced."""
+        if _batch is not None:
+            out, r = _batch.run_one(self._vec, self._E, port, data, self.clock())
+            if r < 0:
+                raise NativeError("the native engine failed on the packet")
+            return out
         n = len(data)
         cap = (self.pre.max_replicas() + 1) * (n + self._out_max + 8) + 64  # type: ignore[attr-defined]
         if len(self._buf) < cap:
@@ -256,6 +268,11 @@ class NativeSwitch:
 
     def process_batch(self, packets: Sequence[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
         """Run packets in order in one call; return every frame that left, in order."""
+        if _batch is not None:
+            out, r = _batch.run(self._vec, self._E, packets, self.clock())
+            if r < 0:
+                raise NativeError(f"the native engine failed on packet {-1 - r} of the batch")
+            return out
         n = len(packets)
         if n == 0:
             return []

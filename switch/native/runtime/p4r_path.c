@@ -32,6 +32,10 @@ static void p4r_run_egress(p4r_engine *E, uint64_t *S, p4r_pkt *P, uint32_t port
     }
     uint32_t rest = P->len - P->pos;
     uint32_t total = P->outlen + rest;
+    if (rest == 0) { /* the deparsed headers are the whole frame: no copy */
+        out->emit(out->ctx, port, P->out, total);
+        return;
+    }
     uint8_t stackbuf[4096 + P4R_OUT_MAX];
     uint8_t *frame = total <= sizeof stackbuf ? stackbuf : malloc(total);
     if (!frame) {
@@ -88,11 +92,8 @@ static int p4r_run_locked(p4r_engine *E, uint32_t in_port, const uint8_t *data, 
         const p4r_group *G = grp < P4R_MAX_GROUP ? E->groups[grp] : NULL;
         if (!G) return 0;
         uint64_t S2[P4R_NSLOTS + 1];
-        p4r_pkt *P2 = malloc(sizeof *P2);
-        if (!P2) {
-            E->faults++;
-            return -1;
-        }
+        p4r_pkt P2s; /* on the stack: no allocation per packet */
+        p4r_pkt *P2 = &P2s;
         for (uint32_t i = 0; i < G->n; i++) {
             memcpy(S2, S, sizeof(uint64_t) * P4R_NSLOTS);
             S2[P4R_STD_egress_rid] = G->rid[i] & P4R_MASK_egress_rid;
@@ -102,7 +103,6 @@ static int p4r_run_locked(p4r_engine *E, uint32_t in_port, const uint8_t *data, 
             memcpy(P2, &P, offsetof(p4r_pkt, out));
             p4r_run_egress(E, S2, P2, G->port[i], out);
         }
-        free(P2);
         return 0;
     }
     uint64_t spec = S[P4R_STD_egress_spec];
@@ -137,6 +137,27 @@ int p4r_handle(void *ctx, uint32_t in_port, const uint8_t *frame, uint32_t len,
 }
 
 p4r_handler_fn p4r_handler_address(void) { return p4r_handle; }
+
+/* Many packets under one lock, at time now: packet i arrived on ports[i] with frames[i]
+ * (lens[i] bytes); every frame that leaves goes to emit, in order. Returns n, or -1 - i when
+ * packet i faulted (the packets before it ran, the ones after it did not). The in-process
+ * batch path (switch/native/_batch.c) calls it with the GIL released: no allocation per
+ * packet and no copy of the input (the frames are read where Python keeps them). */
+int64_t p4r_run_vec(p4r_engine *E, uint32_t n, const uint32_t *ports,
+                    const uint8_t *const *frames, const uint32_t *lens, uint64_t now,
+                    p4r_emit_fn emit, void *emit_ctx) {
+    p4r_sink out = {emit, emit_ctx};
+    int64_t result = n;
+    pthread_mutex_lock(&E->mu);
+    for (uint32_t i = 0; i < n; i++) {
+        if (p4r_run_locked(E, ports[i], frames[i], lens[i], now, &out) < 0) {
+            result = -1 - (int64_t)i;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&E->mu);
+    return result;
+}
 
 /* Frames collected for a Python caller: [u32 port][u32 len][bytes] records. */
 typedef struct p4r_collect {

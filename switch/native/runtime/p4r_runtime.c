@@ -82,25 +82,52 @@ static inline uint64_t p4r_shl(uint64_t a, uint64_t b) { return b >= 64 ? 0 : a 
 static inline uint64_t p4r_shr(uint64_t a, uint64_t b) { return b >= 64 ? 0 : a >> b; }
 
 /* Bits [off, off + w) of the big-endian number held in p[0..n), counted from its least
- * significant bit (Python's (int.from_bytes(p, 'big') >> off) & (2^w - 1)). */
-static inline uint64_t p4r_get_bits(const uint8_t *p, uint32_t n, uint32_t off, uint32_t w) {
+ * significant bit (Python's (int.from_bytes(p, 'big') >> off) & (2^w - 1)).
+ *
+ * The generated code calls these with constant n, off and w (one call per header field), so
+ * once inlined the byte range is a constant: the fast path is one unaligned load of at most
+ * 8 bytes and a byte swap, instead of a loop over bytes (a field spans 9 bytes only when it
+ * is 58..64 bits wide and not byte-aligned: the loop then). always_inline: the large
+ * programs are built with -O1, which would otherwise keep the calls. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define P4R_LE 1
+#else
+#define P4R_LE 0
+#endif
+static inline __attribute__((always_inline)) uint64_t p4r_get_bits(const uint8_t *p, uint32_t n,
+                                                                   uint32_t off, uint32_t w) {
     uint32_t hi = n * 8 - off;        /* bit index (from the MSB) one past the field's end */
     uint32_t first = (hi - w) / 8, last = (hi - 1) / 8;
-    uint64_t acc = 0;
-    /* at most 9 bytes: accumulate into 128 bits through two words */
-    unsigned __int128 v = 0;
-    for (uint32_t i = first; i <= last; i++) v = (v << 8) | p[i];
-    v >>= (uint32_t)((last + 1) * 8 - hi);
-    acc = (uint64_t)v;
+    uint32_t nb = last - first + 1, sh = (last + 1) * 8 - hi;
+    uint64_t acc;
+    if (P4R_LE && nb <= 8) {
+        uint64_t x = 0;
+        memcpy((uint8_t *)&x + (8 - nb), p + first, nb);
+        acc = __builtin_bswap64(x) >> sh;
+    } else {
+        /* at most 9 bytes: accumulate into 128 bits */
+        unsigned __int128 v = 0;
+        for (uint32_t i = first; i <= last; i++) v = (v << 8) | p[i];
+        acc = (uint64_t)(v >> sh);
+    }
     return w >= 64 ? acc : acc & ((UINT64_C(1) << w) - 1);
 }
 
 /* OR value (w bits) into p[0..n) at bit offset off from the LSB of the big-endian number. */
-static inline void p4r_put_bits(uint8_t *p, uint32_t n, uint32_t off, uint32_t w, uint64_t v) {
+static inline __attribute__((always_inline)) void p4r_put_bits(uint8_t *p, uint32_t n,
+                                                               uint32_t off, uint32_t w,
+                                                               uint64_t v) {
     if (w < 64) v &= (UINT64_C(1) << w) - 1;
     uint32_t hi = n * 8 - off;
     uint32_t first = (hi - w) / 8, last = (hi - 1) / 8;
-    uint32_t sh = (last + 1) * 8 - hi;
+    uint32_t nb = last - first + 1, sh = (last + 1) * 8 - hi;
+    if (P4R_LE && nb <= 8) { /* w + sh <= 8 * nb <= 64: v << sh fits */
+        uint64_t cur = 0;
+        memcpy((uint8_t *)&cur + (8 - nb), p + first, nb);
+        cur |= __builtin_bswap64(v << sh);
+        memcpy(p + first, (uint8_t *)&cur + (8 - nb), nb);
+        return;
+    }
     unsigned __int128 x = (unsigned __int128)v << sh;
     for (uint32_t i = last + 1; i-- > first;) {
         p[i] |= (uint8_t)x;
