@@ -1,6 +1,6 @@
 """Calls in the interpreter's generated Python: generated functions, table applies, externs
-(counters, hashes and checksums, random), the deparser's emits and the parser loop's state
-calls, as C."""
+(counters, meters, hashes and checksums, random), the deparser's emits and the parser loop's
+state calls, as C."""
 
 from __future__ import annotations
 
@@ -77,6 +77,16 @@ class ExternTx:
             if f.value.id == "RNG" and f.attr == "randint" and len(e.args) == 2:
                 lo, hi = (self.expr(a) for a in e.args)
                 return f"p4r_randint(P->E, {lo}, {hi})"
+            m = self.objects.meter_id(f.value.id)
+            if (
+                f.attr == "execute"
+                and m is not None
+                and len(e.args) == 3
+                and ast.unparse(e.args[2]) == "P.now_us"
+            ):
+                # Meter.execute(index, packet_length, now): GREEN out of range
+                idx, length = (self.expr(a) for a in e.args[:2])
+                return f"p4r_meter_run(P->E, {m}, {idx}, {length}, P->now)"
         raise Unsupported(f"the call {ast.unparse(e)}")
 
     def apply_result(self, e: ast.Call) -> str:

@@ -22,6 +22,9 @@ from ..interp.pre import PacketReplicationEngine
 from .build import build, load
 from .cprogram import NativeProgram
 from .mirror import NativeCounter, NativePre, NativeRegister, NativeTable, lookup_order
+from .mirror_externs import KIND_INDEXED, assign_cells, attach_meter_cell, detach_meter_cell
+from .mirror_externs import bind as bind_externs
+from .mirror_externs import release_all as release_cells
 
 U64, U32 = ctypes.c_uint64, ctypes.c_uint32
 KIND_MASK, KIND_RANGE, KIND_ANY = 0, 1, 2
@@ -72,6 +75,7 @@ def _bind(lib: ctypes.CDLL) -> None:
     lib.p4r_process_one.restype = ctypes.c_int64
     lib.p4r_faults.argtypes = [vp]
     lib.p4r_faults.restype = U64
+    bind_externs(lib)
 
 
 class NativeError(RuntimeError):
@@ -107,6 +111,9 @@ class NativeSwitch:
         self._used_ref = ctypes.byref(self._used)
         self._one = self.lib.p4r_process_one
         objs = program.objects
+        for i, m in enumerate(objs.meter_list):
+            for j, cell in enumerate(m.array.cells):
+                attach_meter_cell(cell, self, KIND_INDEXED, i, j)
         for i, t in enumerate(objs.table_list):
             t.__class__ = NativeTable
             t._native = (self, i)  # type: ignore[attr-defined]
@@ -161,9 +168,10 @@ class NativeSwitch:
         ids = self.program.objects.actions
         flat: list[int] = []
         entries = lookup_order(t)
+        assign_cells(self, i, t, entries)  # direct counter and meter cells
         for e in entries:
             args = list(e.args) + [0] * (maxargs - len(e.args))
-            flat += [ids[e.action], 1, *args]
+            flat += [ids[e.action], 1 | (getattr(e, "_cell", 0) << 1), *args]
             kinds = [(KIND_ANY, 0, 0)] * nk
             for k, kind, a, b in t.compile_checks(e):
                 kinds[k] = (KIND_MASK if kind == 0 else KIND_RANGE, a, b)
@@ -305,6 +313,12 @@ class NativeSwitch:
 
     def close(self) -> None:
         if self._E:
+            # direct counts and meter state go back into the Python objects first
+            for t in self.program.objects.table_list:
+                release_cells(t)
+            for m in self.program.objects.meter_list:
+                for cell in m.array.cells:
+                    detach_meter_cell(cell)
             self.lib.p4r_free(self._E)
             self._E = None
 

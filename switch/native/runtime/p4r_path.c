@@ -64,6 +64,7 @@ static int p4r_run_locked(p4r_engine *E, uint32_t in_port, const uint8_t *data, 
     P.length = len;
     P.perr = 0;
     P.now = now;
+    P.color = 0;
     P.outlen = 0;
     rc = P4R_STAGE_parser(S, &P);
     if (rc == P4R_PARSER_ERR) {
@@ -100,6 +101,7 @@ static int p4r_run_locked(p4r_engine *E, uint32_t in_port, const uint8_t *data, 
             S2[P4R_STD_enq_timestamp] = now & 0xFFFFFFFFu;
 #endif
             memcpy(P2, &P, offsetof(p4r_pkt, out));
+            P2->color = 0; /* a copy's context starts afresh (V1Switch.copy_context) */
             p4r_run_egress(E, S2, P2, G->port[i], out);
         }
         free(P2);

@@ -1,0 +1,162 @@
+/* Stateful externs beyond registers and indexed counters: BMv2's two-rate three-colour
+ * meters (indexed and direct) and the per-entry cells of direct counters and meters.
+ *
+ * Included after p4r_runtime.c. Every rule of the meter follows switch/interp/meters.py
+ * (itself BMv2's src/bm_sim/meters.cpp): buckets checked peak first, tokens credited lazily
+ * from a cumulative int(micros_since_origin * rate), capped at the burst; a meter without
+ * rates is GREEN. The control plane keeps a meter's rates in Python (they are validated
+ * there) and pushes each cell's whole state here after every change (p4r_meter_put).
+ *
+ * A direct counter or meter belongs to a table entry. The entries are reloaded as a whole
+ * after every table change (p4r_table_load), so their cells live apart from them: the
+ * Python side gives each entry a cell number that stays with it for its life
+ * (switch/native/mirror_externs.py), and the entry carries it (p4r_entry.cell). */
+
+#define P4R_GREEN 0u
+
+typedef struct p4r_bucket {
+    double rate;             /* units per microsecond */
+    __int128 burst, tokens;  /* burst < 2^64 (meters.py refuses more) */
+    __int128 last;           /* cumulative tokens credited since the origin */
+    uint64_t color;          /* the colour given when this bucket lacks tokens */
+} p4r_bucket;
+
+typedef struct p4r_meter {
+    uint32_t n; /* buckets, peak first; 0: no rates, always GREEN */
+    int64_t origin;
+    p4r_bucket b[2];
+} p4r_meter;
+
+static uint64_t p4r_meter_exec(p4r_meter *m, uint64_t units, uint64_t now) {
+    int64_t micros = (int64_t)now - m->origin;
+    for (uint32_t i = 0; i < m->n; i++) {
+        p4r_bucket *b = &m->b[i];
+        /* Python: int(micros * rate), a double product truncated toward zero; meters.py
+         * bounds the rate (2^60) so that the product fits 127 bits */
+        __int128 total = (__int128)((double)micros * b->rate);
+        if (total > b->last) {
+            __int128 add = total - b->last;
+            b->last = total;
+            b->tokens = add >= b->burst - b->tokens ? b->burst : b->tokens + add;
+        }
+        if (b->tokens < (__int128)units) return b->color;
+        b->tokens -= (__int128)units;
+    }
+    return P4R_GREEN;
+}
+
+/* The cells of the direct counter and meter of table t, by cell number; grown on demand
+ * (under the mutex) by p4r_direct_cells. */
+static p4r_meter *p4r_meter_cell(p4r_engine *E, uint32_t kind, uint32_t obj, uint32_t cell) {
+    if (kind == 0) return obj < P4R_NMETERS && cell < P4R_MTR_SIZE[obj] ? &E->mtr[obj][cell] : NULL;
+    return obj < P4R_NTABLES && cell < E->dcap[obj] ? &E->dmtr[obj][cell] : NULL;
+}
+
+/* ------------------------------------------------------------------ control plane */
+
+/* Make room for cells [0, n) of table t's direct counter and meter (new cells zeroed, meters
+ * without rates). Returns 0, or -1 when out of memory (nothing changed). */
+int p4r_direct_cells(p4r_engine *E, uint32_t t, uint32_t n) {
+    if (t >= P4R_NTABLES) return -1;
+    pthread_mutex_lock(&E->mu);
+    uint32_t cap = E->dcap[t];
+    int rc = 0;
+    if (n > cap) {
+        uint32_t ncap = cap ? cap : 16;
+        while (ncap < n) ncap *= 2;
+        uint64_t *pk = realloc(E->dctr_pk[t], ncap * sizeof *pk);
+        if (pk) E->dctr_pk[t] = pk;
+        uint64_t *by = pk ? realloc(E->dctr_by[t], ncap * sizeof *by) : NULL;
+        if (by) E->dctr_by[t] = by;
+        p4r_meter *m = by ? realloc(E->dmtr[t], ncap * sizeof *m) : NULL;
+        if (m) {
+            E->dmtr[t] = m;
+            memset(pk + cap, 0, (ncap - cap) * sizeof *pk);
+            memset(by + cap, 0, (ncap - cap) * sizeof *by);
+            memset(m + cap, 0, (ncap - cap) * sizeof *m);
+            E->dcap[t] = ncap;
+        } else {
+            rc = -1; /* the arrays grown so far keep their first cap cells */
+        }
+    }
+    pthread_mutex_unlock(&E->mu);
+    return rc;
+}
+
+void p4r_dctr_get(p4r_engine *E, uint32_t t, uint32_t cell, uint64_t *pk, uint64_t *by) {
+    pthread_mutex_lock(&E->mu);
+    int ok = t < P4R_NTABLES && cell < E->dcap[t];
+    *pk = ok ? E->dctr_pk[t][cell] : 0;
+    *by = ok ? E->dctr_by[t][cell] : 0;
+    pthread_mutex_unlock(&E->mu);
+}
+
+void p4r_dctr_set(p4r_engine *E, uint32_t t, uint32_t cell, uint64_t pk, uint64_t by) {
+    pthread_mutex_lock(&E->mu);
+    if (t < P4R_NTABLES && cell < E->dcap[t]) {
+        E->dctr_pk[t][cell] = pk;
+        E->dctr_by[t][cell] = by;
+    }
+    pthread_mutex_unlock(&E->mu);
+}
+
+/* Replace one meter cell's state: kind 0 an indexed meter (obj its index), 1 the direct meter
+ * of table obj. n buckets, peak first: rates[i], and words[5 i ..] = burst, tokens, last (low
+ * and high 64 bits, two's complement), colour. Returns 0, or -1 for a cell that does not
+ * exist. */
+int p4r_meter_put(p4r_engine *E, uint32_t kind, uint32_t obj, uint32_t cell, uint32_t n,
+                  int64_t origin, const double *rates, const uint64_t *words) {
+    if (n > 2) return -1;
+    pthread_mutex_lock(&E->mu);
+    p4r_meter *m = p4r_meter_cell(E, kind, obj, cell);
+    if (m) {
+        m->n = n;
+        m->origin = origin;
+        for (uint32_t i = 0; i < n; i++) {
+            const uint64_t *w = words + 5 * i;
+            m->b[i].rate = rates[i];
+            m->b[i].burst = (__int128)w[0];
+            m->b[i].tokens = (__int128)w[1];
+            m->b[i].last = (__int128)(((unsigned __int128)w[3] << 64) | w[2]);
+            m->b[i].color = w[4];
+        }
+    }
+    pthread_mutex_unlock(&E->mu);
+    return m ? 0 : -1;
+}
+
+/* A meter cell's bucket state, as p4r_meter_put takes it (rates aside); returns n, or -1. */
+int p4r_meter_state(p4r_engine *E, uint32_t kind, uint32_t obj, uint32_t cell,
+                    uint64_t *words) {
+    pthread_mutex_lock(&E->mu);
+    p4r_meter *m = p4r_meter_cell(E, kind, obj, cell);
+    int n = m ? (int)m->n : -1;
+    for (int i = 0; i < n; i++) {
+        uint64_t *w = words + 5 * i;
+        unsigned __int128 last = (unsigned __int128)m->b[i].last;
+        w[0] = (uint64_t)m->b[i].burst;
+        w[1] = (uint64_t)m->b[i].tokens;
+        w[2] = (uint64_t)last;
+        w[3] = (uint64_t)(last >> 64);
+        w[4] = m->b[i].color;
+    }
+    pthread_mutex_unlock(&E->mu);
+    return n;
+}
+
+/* Meter.execute called from Python (the data plane calls p4r_meter_exec directly). */
+int64_t p4r_meter_execute(p4r_engine *E, uint32_t kind, uint32_t obj, uint32_t cell,
+                          uint64_t units, uint64_t now) {
+    pthread_mutex_lock(&E->mu);
+    p4r_meter *m = p4r_meter_cell(E, kind, obj, cell);
+    int64_t c = m ? (int64_t)p4r_meter_exec(m, units, now) : -1;
+    pthread_mutex_unlock(&E->mu);
+    return c;
+}
+
+/* meter.execute_meter(index, color): GREEN for an index out of range (externs.Meter). */
+static inline uint64_t p4r_meter_run(p4r_engine *E, uint32_t m, uint64_t i, uint64_t len,
+                                     uint64_t now) {
+    if (i >= P4R_MTR_SIZE[m]) return P4R_GREEN;
+    return p4r_meter_exec(&E->mtr[m][i], P4R_MTR_BYTES[m] ? len : 1, now);
+}
