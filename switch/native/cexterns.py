@@ -69,6 +69,13 @@ class ExternTx:
                 if not (isinstance(buf, ast.Name) and self.fn.locals.get(buf.id) == "bb"):
                     raise Unsupported("a hash over something else than a field list")
                 b = buf.id
+                if b in self.objects.payload_bufs:
+                    # a checksum _with_payload: the field list, then the packet from the
+                    # parser's end (recorded where it was appended)
+                    return self.value_call(
+                        f"p4r_hash_payload({HASHES[algo]}, {b}.b, ({b}.nbits + 7) / 8,"
+                        f" P->data + {b}_tp, P->len - {b}_tp, @RET)"
+                    )
                 return f"{HASHES[algo]}({b}.b, ({b}.nbits + 7) / 8)"
             if f.id == "st" or (f.id in self.fn.locals and self.fn.locals[f.id] == "u64"):
                 # the parser loop: st = st(S, P)
@@ -99,6 +106,49 @@ class ExternTx:
         ):
             return self.value_call(f"p4r_tbl_{t}(S, P, @RET)")
         raise Unsupported(f"the call {ast.unparse(e)}")
+
+    # ------------------------------------------------------------------ statements of externs
+    def extern_augassign(self, s: ast.AugAssign) -> bool:
+        """``_a += P.data[P.pos:]``: a checksum _with_payload appends the packet's rest."""
+        t = s.target
+        if (
+            isinstance(t, ast.Name)
+            and self.fn.locals.get(t.id) == "bb"
+            and isinstance(s.op, ast.Add)
+            and ast.unparse(s.value) == "P.data[P.pos:]"
+        ):
+            self.objects.payload_bufs.add(t.id)
+            self.fn.locals.setdefault(f"{t.id}_tp", "u64")
+            self.out(f"{t.id}_tp = P->pos;")
+            return True
+        return False
+
+    def extern_if(self, s: ast.If) -> bool:
+        """``if P.truncate is None or N < P.truncate: P.truncate = N`` (truncate(N): the
+        smallest length asked for wins); P->truncate holds UINT64_MAX for None."""
+        t = s.test
+        if not (
+            isinstance(t, ast.BoolOp)
+            and isinstance(t.op, ast.Or)
+            and len(t.values) == 2
+            and ast.unparse(t.values[0]) == "P.truncate is None"
+            and not s.orelse
+            and len(s.body) == 1
+            and isinstance(s.body[0], ast.Assign)
+            and ast.unparse(s.body[0].targets[0]) == "P.truncate"
+        ):
+            return False
+        cmp = t.values[1]
+        n = s.body[0].value
+        if not (
+            isinstance(cmp, ast.Compare)
+            and isinstance(cmp.ops[0], ast.Lt)
+            and ast.unparse(cmp.comparators[0]) == "P.truncate"
+            and ast.unparse(cmp.left) == ast.unparse(n)
+        ):
+            return False
+        self.out(f"{{ uint64_t _tn = {self.expr(n)}; if (_tn < P->truncate) P->truncate = _tn; }}")
+        return True
 
     # ------------------------------------------------------------------ deparser
     def emit_bytes(self, v: ast.expr) -> None:

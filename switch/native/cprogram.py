@@ -53,6 +53,7 @@ class ProgramObjects:
     meters: dict[str, int] = field(default_factory=dict)  # namespace name -> C index
     meter_list: list[Meter] = field(default_factory=list)
     actions: dict[str, int] = field(default_factory=dict)  # control-plane name -> id
+    payload_bufs: set[str] = field(default_factory=set)  # field lists + packet (checksums)
     emit_total: int = 0
     bitbuf_max: int = 64
 

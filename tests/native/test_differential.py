@@ -51,6 +51,9 @@ BMV2_PROGRAMS = [
     "meter_bytes",
     "meter_direct",
     "table_direct_counter",
+    "checksum_udp_update",
+    "checksum_udp_verify",
+    "meta_truncate",
 ]
 
 

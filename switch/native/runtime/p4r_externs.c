@@ -160,3 +160,17 @@ static inline uint64_t p4r_meter_run(p4r_engine *E, uint32_t m, uint64_t i, uint
     if (i >= P4R_MTR_SIZE[m]) return P4R_GREEN;
     return p4r_meter_exec(&E->mtr[m][i], P4R_MTR_BYTES[m] ? len : 1, now);
 }
+
+/* A checksum _with_payload: hash(field list bytes ++ the packet from the parser's end). */
+static int p4r_hash_payload(uint64_t (*fn)(const uint8_t *, uint32_t), const uint8_t *b,
+                            uint32_t n, const uint8_t *tail, uint32_t tlen, uint64_t *ret) {
+    uint8_t small[2048];
+    uint64_t total = (uint64_t)n + tlen;
+    uint8_t *buf = total <= sizeof small ? small : malloc(total);
+    if (!buf) return P4R_FAULT;
+    memcpy(buf, b, n);
+    if (tlen) memcpy(buf + n, tail, tlen);
+    *ret = fn(buf, (uint32_t)total);
+    if (buf != small) free(buf);
+    return P4R_OK;
+}

@@ -32,6 +32,17 @@ static void p4r_run_egress(p4r_engine *E, uint64_t *S, p4r_pkt *P, uint32_t port
     }
     uint32_t rest = P->len - P->pos;
     uint32_t total = P->outlen + rest;
+    /* truncate(n): the deparsed packet cut to n bytes as it leaves (0: not cut) */
+    uint64_t cut = P->truncate != UINT64_MAX ? P->truncate : 0;
+    if (cut && cut < total) {
+        if (cut <= P->outlen) {
+            P->outlen = (uint32_t)cut;
+            rest = 0;
+        } else {
+            rest = (uint32_t)cut - P->outlen;
+        }
+        total = (uint32_t)cut;
+    }
     uint8_t stackbuf[4096 + P4R_OUT_MAX];
     uint8_t *frame = total <= sizeof stackbuf ? stackbuf : malloc(total);
     if (!frame) {
@@ -65,6 +76,7 @@ static int p4r_run_locked(p4r_engine *E, uint32_t in_port, const uint8_t *data, 
     P.perr = 0;
     P.now = now;
     P.color = 0;
+    P.truncate = UINT64_MAX;
     P.outlen = 0;
     rc = P4R_STAGE_parser(S, &P);
     if (rc == P4R_PARSER_ERR) {

@@ -79,6 +79,7 @@ typedef struct p4r_pkt {
     int32_t perr;
     uint64_t now;
     uint64_t color; /* the colour of the direct meter of the entry just hit */
+    uint64_t truncate; /* the smallest truncate() length asked for; UINT64_MAX: none */
     uint32_t outlen;
     uint8_t out[P4R_OUT_MAX + 1];
 } p4r_pkt;
