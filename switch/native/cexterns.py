@@ -33,6 +33,19 @@ class ExternTx:
         if ast.unparse(f) == "P.out.append":
             self.emit_bytes(e.args[0])
             return
+        if ast.unparse(f) == "P.digests.append" and len(e.args) == 1:
+            # P.digests.append((NAME, (values...))): delivered at the end of ingress
+            item = e.args[0]
+            if isinstance(item, ast.Tuple) and len(item.elts) == 2:
+                name = self.objects.pipeline.namespace.get(ast.unparse(item.elts[0]))
+                if isinstance(name, str):
+                    self.event("digest", name, "", item.elts[1])
+                    return
+        if isinstance(f, ast.Name) and f.id == "LOG_MSG" and len(e.args) == 2:
+            fmt = e.args[0]
+            if isinstance(fmt, ast.Constant) and isinstance(fmt.value, str):
+                self.event("log", fmt.value, "", e.args[1])
+                return
         raise Unsupported(f"the call {ast.unparse(e)}")
 
     def fn_call(self, e: ast.Call, ret: str | None = None) -> str:
@@ -106,6 +119,53 @@ class ExternTx:
         ):
             return self.value_call(f"p4r_tbl_{t}(S, P, @RET)")
         raise Unsupported(f"the call {ast.unparse(e)}")
+
+    # ------------------------------------------------------------------ events for Python
+    def event(self, kind: str, text: str, where: str, values: ast.expr) -> None:
+        """A digest or log_msg: its values go to Python (runtime/p4r_externs.c, events)."""
+        if not isinstance(values, ast.Tuple):
+            raise Unsupported(f"the {kind} values {ast.unparse(values)}")
+        init = self.objects.pipeline.storage.init
+        codes, flags = [], []
+        for v in values.elts:
+            # Python hands the values over as they are: a bool stays a bool (the log text
+            # says True), so each must be a slot or a constant whose type is known here
+            if (
+                isinstance(v, ast.Subscript)
+                and ast.unparse(v.value) == "S"
+                and isinstance(v.slice, ast.Constant)
+            ):
+                flags.append(isinstance(init[int(v.slice.value)], bool))
+            elif isinstance(v, ast.Constant) and isinstance(v.value, (bool, int)):
+                flags.append(isinstance(v.value, bool))
+            else:
+                raise Unsupported(f"the {kind} value {ast.unparse(v)}")
+            codes.append(self.expr(v))
+        site = self.objects.event_site(kind, text, where, tuple(flags))
+        k = "P4R_EV_DIGEST" if kind == "digest" else "P4R_EV_LOG"
+        vals = ", ".join(codes) or "0"
+        self.out(
+            f"{{ const uint64_t _ev[] = {{{vals}}}; p4r_event(P->E, {k}, {site}, {len(codes)}, _ev); }}"
+        )
+
+    def extern_raise(self, e: ast.expr | None) -> bool:
+        """``raise P4RuntimeFault(POS, 'message')`` (assert, assume): the packet stops, and
+        Python raises the same exception (NativeSwitch)."""
+        if not (
+            isinstance(e, ast.Call)
+            and ast.unparse(e.func) == "P4RuntimeFault"
+            and len(e.args) == 2
+            and isinstance(e.args[0], ast.Name)
+            and isinstance(e.args[1], ast.Constant)
+        ):
+            return False
+        where = self.objects.pipeline.namespace.get(e.args[0].id)
+        if not isinstance(where, str) or not isinstance(e.args[1].value, str):
+            return False
+        site = self.objects.event_site("fault", e.args[1].value, where, ())
+        self.out(f"p4r_event(P->E, P4R_EV_FAULT, {site}, 0, NULL);")
+        self.out(f"_rc = P4R_FAULT; {self.raise_code()}")
+        return True
 
     # ------------------------------------------------------------------ statements of externs
     def extern_augassign(self, s: ast.AugAssign) -> bool:

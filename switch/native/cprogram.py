@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from importlib import resources
+from typing import Any
 
 from ..interp.builder import Pipeline
 from ..interp.externs import Counter, Meter, Register
@@ -54,6 +55,8 @@ class ProgramObjects:
     meter_list: list[Meter] = field(default_factory=list)
     actions: dict[str, int] = field(default_factory=dict)  # control-plane name -> id
     payload_bufs: set[str] = field(default_factory=set)  # field lists + packet (checksums)
+    # digest, log_msg and fault calls: (kind, text, where, bool flags of the values)
+    event_sites: list[tuple[str, str, str, tuple[bool, ...]]] = field(default_factory=list)
     emit_total: int = 0
     bitbuf_max: int = 64
 
@@ -73,6 +76,13 @@ class ProgramObjects:
         if name not in self.actions:
             raise Unsupported(f"the action name {name!r}")
         return self.actions[name]
+
+    def event_site(self, kind: str, text: str, where: str, flags: tuple[bool, ...]) -> int:
+        """The number of a digest/log_msg/fault call site (mirror_externs.drain_events)."""
+        site = (kind, text, where, flags)
+        if site not in self.event_sites:
+            self.event_sites.append(site)
+        return self.event_sites.index(site)
 
     def returns_value(self, fn: str) -> bool:
         return fn in self.value_fns
@@ -110,6 +120,7 @@ def generate(pipeline: Pipeline) -> NativeProgram:
     cached = _CACHE.get(cache_key)
     if cached is not None:
         objs.emit_total, objs.bitbuf_max = cached[1], cached[2]
+        objs.event_sites = list(cached[3])
         return NativeProgram(cached[0], objs)
     mod = ast.parse(pipeline.source)
     fdefs = [f for f in mod.body if isinstance(f, ast.FunctionDef)]
@@ -172,11 +183,11 @@ def generate(pipeline: Pipeline) -> NativeProgram:
     source = "\n".join(parts) + "\n"
     if len(_CACHE) > 64:
         _CACHE.clear()
-    _CACHE[cache_key] = (source, objs.emit_total, objs.bitbuf_max)
+    _CACHE[cache_key] = (source, objs.emit_total, objs.bitbuf_max, tuple(objs.event_sites))
     return NativeProgram(source, objs)
 
 
-_CACHE: dict[tuple[str, str], tuple[str, int, int]] = {}
+_CACHE: dict[tuple[str, str], tuple[str, int, int, tuple[Any, ...]]] = {}
 
 
 def objects_signature(objs: ProgramObjects) -> str:
@@ -279,6 +290,8 @@ def prelude(pipeline: Pipeline, objs: ProgramObjects, stage_fns: dict[str, str])
         f"#define P4R_OUT_MAX {max(objs.emit_total, 64)}",
         f"#define P4R_BITBUF_MAX {(objs.bitbuf_max + 7) // 8 + 64}",
     ]
+    if any(site[0] == "digest" for site in objs.event_sites):
+        lines.append("#define P4R_HAS_DIGESTS 1")
     for f in STD_NEEDED + STD_OPTIONAL:
         if f in pipeline.std:
             lines.append(f"#define P4R_STD_{f} {pipeline.std[f]}")
@@ -350,6 +363,7 @@ def state_code(objs: ProgramObjects) -> str:
     lines.append(f"    for (int i = 0; i < {len(objs.table_list)}; i++) {{")
     lines.append("        free(E->dctr_pk[i]); free(E->dctr_by[i]); free(E->dmtr[i]);")
     lines.append("    }")
+    lines.append("    free(E->ev);")
     lines.append(f"    for (int i = 0; i < {len(objs.counter_list)}; i++) {{")
     lines.append("        free(E->ctr_pk[i]); free(E->ctr_by[i]);")
     lines += ["    }", "}", "static void p4r_init_tables(p4r_engine *E) {"]

@@ -170,6 +170,8 @@ class StmtTx(ExprTx, ExternTx):
             code = e.args[0].value
             self.out(f"P->perr = {int(code)}; _rc = P4R_PARSER_ERR; {self.raise_code()}")
             return
+        if self.extern_raise(e):  # P4RuntimeFault (assert/assume): cexterns.py
+            return
         raise Unsupported(f"raise {ast.unparse(e) if e else ''} (a runtime fault)")
 
     def s_Try(self, s: ast.Try) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import logging
 import struct
 import time
 from array import array
@@ -22,11 +23,19 @@ from ..interp.pre import PacketReplicationEngine
 from .build import build, load
 from .cprogram import NativeProgram
 from .mirror import NativeCounter, NativePre, NativeRegister, NativeTable, lookup_order
-from .mirror_externs import KIND_INDEXED, assign_cells, attach_meter_cell, detach_meter_cell
+from .mirror_externs import (
+    KIND_INDEXED,
+    assign_cells,
+    attach_meter_cell,
+    bind_events,
+    detach_meter_cell,
+    drain_events,
+)
 from .mirror_externs import bind as bind_externs
 from .mirror_externs import release_all as release_cells
 
 U64, U32 = ctypes.c_uint64, ctypes.c_uint32
+log = logging.getLogger("p4reduce.switch")
 KIND_MASK, KIND_RANGE, KIND_ANY = 0, 1, 2
 _HEAD = struct.Struct("=II")
 
@@ -76,6 +85,7 @@ def _bind(lib: ctypes.CDLL) -> None:
     lib.p4r_faults.argtypes = [vp]
     lib.p4r_faults.restype = U64
     bind_externs(lib)
+    bind_events(lib)
 
 
 class NativeError(RuntimeError):
@@ -102,9 +112,12 @@ class NativeSwitch:
         start = time.monotonic()
         self.clock = clock or (lambda: int((time.monotonic() - start) * 1e6))
         self.trace = False  # the native engine does not trace (use --engine python)
-        self.digests: list[tuple[str, tuple[Any, ...]]] = []
+        # digests and log_msg text arrive from C as events (mirror_externs.drain_events)
+        self._digests: list[tuple[str, tuple[Any, ...]]] = []
+        self._pending_digests: list[tuple[str, tuple[Any, ...]]] = []
+        self._log_messages: list[str] = []
+        self._events = bool(program.objects.event_sites)
         self.last_trace: list[str] = []
-        self.log_messages: list[str] = []
         self._out_max = program.objects.emit_total + 64
         self._buf = ctypes.create_string_buffer(1 << 16)
         self._used = U32(0)
@@ -139,6 +152,24 @@ class NativeSwitch:
             self.lib.p4r_rng_seed(self._E, words, int(state[624]))
         self._pre: NativePre | None = None
         self.pre = NativePre()
+
+    # ------------------------------------------------------------------ events
+    @property
+    def digests(self) -> list[tuple[str, tuple[Any, ...]]]:
+        """Digests of finished ingresses, oldest first (the caller clears the list)."""
+        self._drain_quietly()
+        return self._digests
+
+    @property
+    def log_messages(self) -> list[str]:
+        """log_msg output, newest last (bounded), as V1Switch.log_messages."""
+        self._drain_quietly()
+        return self._log_messages
+
+    def _drain_quietly(self) -> None:
+        # packets of the native I/O loop leave their events in C until someone asks
+        if self._events and (fault := drain_events(self)) is not None:
+            log.warning("native engine: a packet stopped on %s", fault)
 
     # ------------------------------------------------------------------ the PRE
     @property
@@ -246,6 +277,8 @@ class NativeSwitch:
             self._buf = ctypes.create_string_buffer(max(cap, 2 * len(self._buf)))
         used = self._used
         r = self._one(self._E, port, data, n, self.clock(), self._buf, cap, self._used_ref)
+        if self._events and (fault := drain_events(self)) is not None and r < 0:
+            raise fault
         if r < 0:
             raise NativeError("the native engine failed on the packet")
         if r == 0:
@@ -301,6 +334,8 @@ class NativeSwitch:
             pos += 8
             out.append((p, raw[pos : pos + ln]))
             pos += ln
+        if self._events and (fault := drain_events(self)) is not None and r < 0:
+            raise fault
         if r < 0:
             raise NativeError(f"the native engine failed on packet {-1 - r} of the batch")
         return out

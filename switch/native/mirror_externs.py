@@ -13,9 +13,11 @@ cell, and a deleted entry takes its last values back into Python.
 from __future__ import annotations
 
 import ctypes
+import logging
 from typing import Any
 
 from ..interp.meters import Meter as MeterCell
+from ..interp.runtime import P4RuntimeFault
 from ..interp.tables import Table, TableEntry
 
 U32, U64 = ctypes.c_uint32, ctypes.c_uint64
@@ -193,3 +195,66 @@ def release_all(t: Table) -> None:
     for e in t.__dict__.pop("_cells", {}).values():
         release_entry(e)
     t.__dict__.pop("_free_cells", None)
+
+
+# ---------------------------------------------------------------------- events
+EV_DIGEST, EV_LOG, EV_FAULT, EV_COMMIT = 1, 2, 3, 4
+log = logging.getLogger("p4reduce.switch")  # the interpreter's logger (V1Switch.log_msg)
+
+
+def bind_events(lib: ctypes.CDLL) -> None:
+    vp = ctypes.c_void_p
+    lib.p4r_events_size.argtypes = [vp]
+    lib.p4r_events_size.restype = U32
+    lib.p4r_events_take.argtypes = [vp, ctypes.POINTER(U64), U32]
+    lib.p4r_events_take.restype = U32
+    lib.p4r_events_dropped.argtypes = [vp]
+    lib.p4r_events_dropped.restype = U64
+
+
+def drain_events(sw: Any) -> P4RuntimeFault | None:
+    """Deliver the engine's events as the interpreter would have: digests of a finished
+    ingress into ``sw._digests``, log_msg text into ``sw._log_messages`` (and the log);
+    return the fault (assert/assume) that stopped a packet, if one did."""
+    lib, E = sw.lib, sw._E
+    if not E:
+        return None
+    n = lib.p4r_events_size(E)
+    if not n:
+        return None
+    buf = (U64 * n)()
+    used = lib.p4r_events_take(E, buf, n)
+    words = buf[:used]
+    sites = sw.program.objects.event_sites
+    fault = None
+    i = 0
+    while i < used:
+        head, count = words[i], words[i + 1]
+        kind, site = head & 0xFF, head >> 8
+        raw = words[i + 2 : i + 2 + count]
+        i += 2 + count
+        if kind == EV_COMMIT:
+            sw._digests.extend(sw._pending_digests)
+            sw._pending_digests.clear()
+            continue
+        what, text, where, flags = sites[site]
+        values = tuple(bool(v) if f else int(v) for v, f in zip(raw, flags, strict=True))
+        if kind == EV_DIGEST:
+            sw._pending_digests.append((text, values))
+        elif kind == EV_LOG:
+            log_msg(sw, text, values)
+        elif kind == EV_FAULT:
+            sw._pending_digests.clear()  # the packet's ingress never finished
+            fault = P4RuntimeFault(where, text)
+    return fault
+
+
+def log_msg(sw: Any, fmt: str, values: tuple[Any, ...]) -> None:
+    """V1Switch.log_msg: ``{}`` placeholders replaced by the values, in order."""
+    parts = fmt.split("{}")
+    text = parts[0]
+    for i, part in enumerate(parts[1:]):
+        text += (str(values[i]) if i < len(values) else "{}") + part
+    log.info("log_msg: %s", text)
+    sw._log_messages.append(text)
+    del sw._log_messages[:-1000]

@@ -54,6 +54,7 @@ BMV2_PROGRAMS = [
     "checksum_udp_update",
     "checksum_udp_verify",
     "meta_truncate",
+    "extern_digest",
 ]
 
 
@@ -111,6 +112,7 @@ def _drive(
             op = random_control_op(rng, pipeline, pool)
         a, b = run(py, op), run(nat, op)
         assert a == b, f"step {step}: {op} gave\n python {a}\n native {b}"
+        assert repr(py.digests) == repr(nat.digests), f"step {step}: digests differ"  # type: ignore[attr-defined]
     assert state(py) == state(nat)
 
 

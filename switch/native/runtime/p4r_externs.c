@@ -174,3 +174,60 @@ static int p4r_hash_payload(uint64_t (*fn)(const uint8_t *, uint32_t), const uin
     if (buf != small) free(buf);
     return P4R_OK;
 }
+
+/* ------------------------------------------------------------------ events for Python
+ * digest, log_msg and runtime faults (assert/assume) happen in C and are delivered by Python
+ * (NativeSwitch drains them after each call, and when its digests or log_messages are read):
+ * records of words [kind | site << 8, n, value 0 .. n-1]; a site is the call in the program
+ * (mirror_externs.EventSite says what it is). Bounded: past P4R_EV_MAX words, records are
+ * counted in ev_dropped and lost. */
+#define P4R_EV_DIGEST 1
+#define P4R_EV_LOG 2
+#define P4R_EV_FAULT 3
+#define P4R_EV_COMMIT 4 /* an ingress ended: the digests since the last commit are delivered */
+#define P4R_EV_MAX (1u << 22)
+
+static void p4r_event(p4r_engine *E, uint32_t kind, uint32_t site, uint32_t n,
+                      const uint64_t *v) {
+    if (kind == P4R_EV_DIGEST && E->ev_egress) return; /* egress digests are dropped */
+    uint64_t need = (uint64_t)E->ev_n + 2 + n;
+    if (need > E->ev_cap) {
+        uint64_t cap = E->ev_cap ? E->ev_cap : 256;
+        while (cap < need) cap *= 2;
+        uint64_t *ev = cap <= P4R_EV_MAX ? realloc(E->ev, cap * sizeof *ev) : NULL;
+        if (!ev) {
+            E->ev_dropped++;
+            return;
+        }
+        E->ev = ev;
+        E->ev_cap = (uint32_t)cap;
+    }
+    E->ev[E->ev_n++] = kind | ((uint64_t)site << 8);
+    E->ev[E->ev_n++] = n;
+    for (uint32_t i = 0; i < n; i++) E->ev[E->ev_n++] = v[i];
+}
+
+uint32_t p4r_events_size(p4r_engine *E) {
+    pthread_mutex_lock(&E->mu);
+    uint32_t n = E->ev_n;
+    pthread_mutex_unlock(&E->mu);
+    return n;
+}
+
+/* Move whole records, up to cap words, into dst; returns the words moved. */
+uint32_t p4r_events_take(p4r_engine *E, uint64_t *dst, uint32_t cap) {
+    pthread_mutex_lock(&E->mu);
+    uint32_t used = 0;
+    while (used + 2 <= E->ev_n) {
+        uint32_t len = 2 + (uint32_t)E->ev[used + 1];
+        if (used + len > cap) break;
+        used += len;
+    }
+    memcpy(dst, E->ev, used * sizeof *dst);
+    memmove(E->ev, E->ev + used, (E->ev_n - used) * sizeof *dst);
+    E->ev_n -= used;
+    pthread_mutex_unlock(&E->mu);
+    return used;
+}
+
+uint64_t p4r_events_dropped(p4r_engine *E) { return E->ev_dropped; }

@@ -64,6 +64,10 @@ typedef struct p4r_engine {
     uint32_t dcap[P4R_NTABLES + 1];           /* direct counter and meter cells per table */
     uint64_t *dctr_pk[P4R_NTABLES + 1], *dctr_by[P4R_NTABLES + 1];
     struct p4r_meter *dmtr[P4R_NTABLES + 1];
+    uint64_t *ev; /* events for Python: digests, log_msg, faults (p4r_externs.c) */
+    uint32_t ev_n, ev_cap;
+    uint32_t ev_egress; /* 1 while an egress runs: its digests are dropped, as in V1Switch */
+    uint64_t ev_dropped;
     p4r_group *groups[P4R_MAX_GROUP];
     uint32_t mt[624];
     int mti;
