@@ -76,12 +76,19 @@ class ExternTx:
                 return self.value_call(self.fn_call(e, "@RET"))
             if f.id.startswith("HASH_") and len(e.args) == 1:
                 algo = f.id[len("HASH_") :]
-                if algo not in HASHES:
+                if algo not in HASHES and algo not in CUSTOM_CRCS:
                     raise Unsupported(f"the hash algorithm {algo}")
                 buf = e.args[0]
                 if not (isinstance(buf, ast.Name) and self.fn.locals.get(buf.id) == "bb"):
                     raise Unsupported("a hash over something else than a field list")
                 b = buf.id
+                if algo in CUSTOM_CRCS:
+                    if b in self.objects.payload_bufs:
+                        raise Unsupported(f"a {algo} checksum with payload")
+                    if algo not in self.objects.crcs:
+                        self.objects.crcs.append(algo)
+                    k = self.objects.crcs.index(algo)
+                    return f"p4r_crc_custom(&P->E->crc[{k}], {b}.b, ({b}.nbits + 7) / 8)"
                 if b in self.objects.payload_bufs:
                     # a checksum _with_payload: the field list, then the packet from the
                     # parser's end (recorded where it was appended)
@@ -235,3 +242,4 @@ HASHES = {
     "xor16": "p4r_xor16",
     "identity": "p4r_identity",
 }
+CUSTOM_CRCS = {"crc8_custom": 8, "crc16_custom": 16, "crc32_custom": 32, "crc64_custom": 64}

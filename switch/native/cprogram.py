@@ -55,6 +55,7 @@ class ProgramObjects:
     meter_list: list[Meter] = field(default_factory=list)
     actions: dict[str, int] = field(default_factory=dict)  # control-plane name -> id
     payload_bufs: set[str] = field(default_factory=set)  # field lists + packet (checksums)
+    crcs: list[str] = field(default_factory=list)  # custom CRC algorithms: C index -> name
     # digest, log_msg and fault calls: (kind, text, where, bool flags of the values)
     event_sites: list[tuple[str, str, str, tuple[bool, ...]]] = field(default_factory=list)
     emit_total: int = 0
@@ -121,6 +122,7 @@ def generate(pipeline: Pipeline) -> NativeProgram:
     if cached is not None:
         objs.emit_total, objs.bitbuf_max = cached[1], cached[2]
         objs.event_sites = list(cached[3])
+        objs.crcs = list(cached[4])
         return NativeProgram(cached[0], objs)
     mod = ast.parse(pipeline.source)
     fdefs = [f for f in mod.body if isinstance(f, ast.FunctionDef)]
@@ -183,7 +185,13 @@ def generate(pipeline: Pipeline) -> NativeProgram:
     source = "\n".join(parts) + "\n"
     if len(_CACHE) > 64:
         _CACHE.clear()
-    _CACHE[cache_key] = (source, objs.emit_total, objs.bitbuf_max, tuple(objs.event_sites))
+    _CACHE[cache_key] = (
+        source,
+        objs.emit_total,
+        objs.bitbuf_max,
+        tuple(objs.event_sites),
+        tuple(objs.crcs),
+    )
     return NativeProgram(source, objs)
 
 
@@ -285,6 +293,7 @@ def prelude(pipeline: Pipeline, objs: ProgramObjects, stage_fns: dict[str, str])
         f"#define P4R_NREGS {len(objs.register_list)}",
         f"#define P4R_NCTRS {len(objs.counter_list)}",
         f"#define P4R_NMETERS {len(objs.meter_list)}",
+        f"#define P4R_NCRC {len(objs.crcs)}",
         f"#define P4R_MAX_KEYS {nkeys}",
         f"#define P4R_MAX_ARGS {nargs}",
         f"#define P4R_OUT_MAX {max(objs.emit_total, 64)}",

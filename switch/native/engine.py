@@ -26,6 +26,7 @@ from .mirror import NativeCounter, NativePre, NativeRegister, NativeTable, looku
 from .mirror_externs import (
     KIND_INDEXED,
     assign_cells,
+    attach_crcs,
     attach_meter_cell,
     bind_events,
     detach_meter_cell,
@@ -145,6 +146,7 @@ class NativeSwitch:
             c._native = (self, i)  # type: ignore[attr-defined]
             if any(pk) or any(by):
                 self.ctr_bulk(i, c.size, pk, by)
+        attach_crcs(self, self.lib)
         rng = pipeline.namespace.get("RNG")
         if rng is not None:
             state = rng.getstate()[1]

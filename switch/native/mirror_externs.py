@@ -16,6 +16,7 @@ import ctypes
 import logging
 from typing import Any
 
+from ..interp.hashes import DEFAULT_CRC_PARAMS, CrcParams, HashCalc
 from ..interp.meters import Meter as MeterCell
 from ..interp.runtime import P4RuntimeFault
 from ..interp.tables import Table, TableEntry
@@ -258,3 +259,36 @@ def log_msg(sw: Any, fmt: str, values: tuple[Any, ...]) -> None:
     log.info("log_msg: %s", text)
     sw._log_messages.append(text)
     del sw._log_messages[:-1000]
+
+
+# ---------------------------------------------------------------------- custom CRCs
+class NativeHashCalc(HashCalc):
+    """A custom CRC calculation whose parameters are pushed into the engine on change."""
+
+    _native: tuple[Any, int]  # (switch, C index)
+
+    def set_crc_params(self, params: CrcParams) -> None:
+        super().set_crc_params(params)
+        self.push()
+
+    def push(self) -> None:
+        sw, k = self._native
+        if not sw._E:  # the switch closed: the Python object is all there is
+            return
+        width = {"crc8_custom": 8, "crc16_custom": 16, "crc32_custom": 32, "crc64_custom": 64}
+        w = width[self.algo]
+        p = self.params or DEFAULT_CRC_PARAMS[w]
+        m = (1 << 64) - 1
+        sw.lib.p4r_crc_set(
+            sw._E, k, w, p.poly & m, p.init & m, p.xor_out & m, p.reflect_in, p.reflect_out
+        )
+
+
+def attach_crcs(sw: Any, lib: ctypes.CDLL) -> None:
+    """The program's custom CRC calculations (HashCalc behind HASH_<algo>) into the engine."""
+    lib.p4r_crc_set.argtypes = [ctypes.c_void_p, U32, U32, U64, U64, U64, U32, U32]
+    for k, algo in enumerate(sw.program.objects.crcs):
+        calc = sw.pipeline.namespace[f"HASH_{algo}"].__self__
+        calc.__class__ = NativeHashCalc
+        calc._native = (sw, k)
+        calc.push()

@@ -13,6 +13,7 @@ from typing import Any
 
 from p4reduce.switch.interp.builder import Pipeline
 from p4reduce.switch.interp.externs import ExternError
+from p4reduce.switch.interp.hashes import CrcParams
 from p4reduce.switch.interp.matches import Exact, Lpm, Optional, Range, Ternary
 from p4reduce.switch.interp.pre import PreError
 from p4reduce.switch.interp.tables import TableError
@@ -64,6 +65,9 @@ def _run(sw: Any, op: Op) -> Any:
         return h
     if op.kind == "grp_destroy":
         sw.pre.mgrp_destroy(a[0])
+        return "ok"
+    if op.kind == "crc":
+        sw.pipeline.namespace[a[0]].__self__.set_crc_params(a[1])
         return "ok"
     if op.kind == "meter":
         sw.pipeline.meters[a[0]].set_rates(a[1], list(a[2]))
@@ -184,8 +188,27 @@ def random_table_op(rng: random.Random, pipeline: Pipeline, pool: list[int]) -> 
     return Op("clear", (name,))
 
 
+def random_crc_op(rng: random.Random, pipeline: Pipeline) -> Op | None:
+    """New parameters for one of the program's custom CRCs (HashCalc.set_crc_params)."""
+    names = sorted(n for n in pipeline.namespace if n.startswith("HASH_") and "_custom" in n)
+    if not names:
+        return None
+    name = rng.choice(names)
+    w = {"crc8": 8, "crc16": 16, "crc32": 32, "crc64": 64}[name[5:].split("_")[0]]
+    params = CrcParams(
+        rng.getrandbits(w) | 1,
+        rng.choice([0, (1 << w) - 1, rng.getrandbits(w)]),
+        rng.choice([0, (1 << w) - 1, rng.getrandbits(w)]),
+        rng.random() < 0.5,
+        rng.random() < 0.5,
+    )
+    return Op("crc", (name, params))
+
+
 def random_control_op(rng: random.Random, pipeline: Pipeline, pool: list[int]) -> Op:
     if rng.random() < 0.25 and (op := random_meter_op(rng, pipeline)) is not None:
+        return op
+    if rng.random() < 0.2 and (op := random_crc_op(rng, pipeline)) is not None:
         return op
     r = rng.random()
     if r < 0.5 and pipeline.tables:

@@ -55,6 +55,7 @@ BMV2_PROGRAMS = [
     "checksum_udp_verify",
     "meta_truncate",
     "extern_digest",
+    "hash_custom_defaults",
 ]
 
 

@@ -36,6 +36,7 @@ programs = [
     (root / "bmv2_tests" / "checksum_udp_update.p4", [root / "bmv2_tests"]),
     (root / "bmv2_tests" / "meta_truncate.p4", [root / "bmv2_tests"]),
     (root / "bmv2_tests" / "extern_digest.p4", [root / "bmv2_tests"]),
+    (root / "bmv2_tests" / "hash_custom_defaults.p4", [root / "bmv2_tests"]),
 ]
 rng = random.Random(7)
 total = 0
@@ -123,4 +124,4 @@ def test_malformed_packets_under_asan_and_ubsan(tmp_path: Path) -> None:
     report = run.stderr[-4000:]
     assert run.returncode == 0, report
     assert "runtime error" not in run.stderr and "AddressSanitizer" not in run.stderr, report
-    assert "fuzzed 9600" in run.stdout
+    assert "fuzzed 10800" in run.stdout

@@ -231,3 +231,52 @@ uint32_t p4r_events_take(p4r_engine *E, uint64_t *dst, uint32_t cap) {
 }
 
 uint64_t p4r_events_dropped(p4r_engine *E) { return E->ev_dropped; }
+
+/* ------------------------------------------------------------------ custom CRCs
+ * crc8/16/32/64_custom (hashes.crc): a Rocksoft-model CRC whose parameters the control plane
+ * may change (HashCalc.set_crc_params), one parameter set per algorithm of the program, as
+ * the interpreter's namespace holds one HashCalc per algorithm. Bitwise, the same remainder
+ * as the interpreter's table-driven loops. */
+static uint64_t p4r_reflect(uint64_t v, uint32_t n) {
+    uint64_t r = 0;
+    for (uint32_t i = 0; i < n; i++) r = (r << 1) | ((v >> i) & 1);
+    return r;
+}
+
+static uint64_t p4r_crc_custom(const p4r_crcp *c, const uint8_t *p, uint32_t n) {
+    uint32_t w = c->width;
+    uint64_t mask = w >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << w) - 1;
+    uint64_t poly = c->poly & mask, reg, out;
+    if (c->refin) {
+        uint64_t rpoly = p4r_reflect(poly, w);
+        reg = p4r_reflect(c->init & mask, w);
+        for (uint32_t i = 0; i < n; i++) {
+            reg ^= p[i];
+            for (int k = 0; k < 8; k++) reg = (reg & 1) ? (reg >> 1) ^ rpoly : reg >> 1;
+        }
+        out = c->refout ? reg : p4r_reflect(reg, w);
+    } else {
+        uint64_t top = UINT64_C(1) << (w - 1);
+        reg = c->init & mask;
+        for (uint32_t i = 0; i < n; i++) {
+            reg ^= (uint64_t)p[i] << (w - 8);
+            for (int k = 0; k < 8; k++) reg = (reg & top) ? ((reg << 1) ^ poly) & mask : (reg << 1) & mask;
+        }
+        out = c->refout ? p4r_reflect(reg, w) : reg;
+    }
+    return out ^ (c->xor_out & mask);
+}
+
+void p4r_crc_set(p4r_engine *E, uint32_t k, uint32_t width, uint64_t poly, uint64_t init,
+                 uint64_t xor_out, uint32_t refin, uint32_t refout) {
+    if (k >= P4R_NCRC) return;
+    pthread_mutex_lock(&E->mu);
+    p4r_crcp *c = &E->crc[k];
+    c->width = width;
+    c->poly = poly;
+    c->init = init;
+    c->xor_out = xor_out;
+    c->refin = refin;
+    c->refout = refout;
+    pthread_mutex_unlock(&E->mu);
+}

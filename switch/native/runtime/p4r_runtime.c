@@ -55,6 +55,11 @@ typedef struct p4r_group {
     uint32_t *port, *rid;
 } p4r_group;
 
+typedef struct p4r_crcp { /* a custom CRC's parameters (p4r_externs.c) */
+    uint64_t poly, init, xor_out;
+    uint32_t width, refin, refout;
+} p4r_crcp;
+
 typedef struct p4r_engine {
     pthread_mutex_t mu;
     p4r_table tables[P4R_NTABLES + 1];
@@ -67,6 +72,7 @@ typedef struct p4r_engine {
     uint64_t *ev; /* events for Python: digests, log_msg, faults (p4r_externs.c) */
     uint32_t ev_n, ev_cap;
     uint32_t ev_egress; /* 1 while an egress runs: its digests are dropped, as in V1Switch */
+    p4r_crcp crc[P4R_NCRC + 1];
     uint64_t ev_dropped;
     p4r_group *groups[P4R_MAX_GROUP];
     uint32_t mt[624];
