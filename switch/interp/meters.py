@@ -27,10 +27,12 @@ microseconds), instead of a continuous refill of CIR/PIR tokens per second.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import Enum
 
 GREEN = 0
+MAX_RATE = float(1 << 60)  # units per microsecond
 YELLOW = 1
 RED = 2
 
@@ -74,6 +76,13 @@ class Meter:
         for idx, (rate, burst) in enumerate(rates):
             if rate < 0 or burst < 0:
                 raise ValueError(f"negative rate or burst: {(rate, burst)}")
+            # BMv2 holds the burst in a size_t; the bound on the rate keeps the token totals
+            # (micros * rate) finite and exact enough for the native engine's 128-bit copy
+            if burst >= 1 << 64 or not math.isfinite(rate) or rate > MAX_RATE:
+                raise ValueError(
+                    f"rate or burst out of range: {(rate, burst)} (rate at most 2^60 units/us,"
+                    " burst below 2^64)"
+                )
             if idx > 0 and rates[idx - 1][0] > rate:
                 raise ValueError("each rate must be at least the previous one (committed <= peak)")
             # meters.cpp Meter::set_rate: bucket starts full; colour idx + 1.

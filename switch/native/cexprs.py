@@ -215,6 +215,8 @@ class ExprTx:
                 return "(uint64_t)P->pos"
             if e.attr == "length":
                 return "(uint64_t)P->length"
+            if e.attr == "color":  # the direct meter's colour (runtime/p4r_externs.c)
+                return "P->color"
         raise Unsupported(f"the attribute {ast.unparse(e)}")
 
     def x_Call(self, e: ast.Call) -> str:

@@ -1,6 +1,6 @@
 """Calls in the interpreter's generated Python: generated functions, table applies, externs
-(counters, hashes and checksums, random), the deparser's emits and the parser loop's state
-calls, as C."""
+(counters, meters, hashes and checksums, random), the deparser's emits and the parser loop's
+state calls, as C."""
 
 from __future__ import annotations
 
@@ -33,9 +33,19 @@ class ExternTx:
         if ast.unparse(f) == "P.out.append":
             self.emit_bytes(e.args[0])
             return
-        if ast.unparse(f) == "P.digests.append":
-            # digests go to the controller through the Python engine's DigestList path
-            raise Unsupported("digest() (sending digests to the controller)")
+        if ast.unparse(f) == "P.digests.append" and len(e.args) == 1:
+            # P.digests.append((NAME, (values...))): delivered at the end of ingress
+            item = e.args[0]
+            if isinstance(item, ast.Tuple) and len(item.elts) == 2:
+                name = self.objects.pipeline.namespace.get(ast.unparse(item.elts[0]))
+                if isinstance(name, str):
+                    self.event("digest", name, "", item.elts[1])
+                    return
+        if isinstance(f, ast.Name) and f.id == "LOG_MSG" and len(e.args) == 2:
+            fmt = e.args[0]
+            if isinstance(fmt, ast.Constant) and isinstance(fmt.value, str):
+                self.event("log", fmt.value, "", e.args[1])
+                return
         raise Unsupported(f"the call {ast.unparse(e)}")
 
     def fn_call(self, e: ast.Call, ret: str | None = None) -> str:
@@ -66,12 +76,26 @@ class ExternTx:
                 return self.value_call(self.fn_call(e, "@RET"))
             if f.id.startswith("HASH_") and len(e.args) == 1:
                 algo = f.id[len("HASH_") :]
-                if algo not in HASHES:
+                if algo not in HASHES and algo not in CUSTOM_CRCS:
                     raise Unsupported(f"the hash algorithm {algo}")
                 buf = e.args[0]
                 if not (isinstance(buf, ast.Name) and self.fn.locals.get(buf.id) == "bb"):
                     raise Unsupported("a hash over something else than a field list")
                 b = buf.id
+                if algo in CUSTOM_CRCS:
+                    if b in self.objects.payload_bufs:
+                        raise Unsupported(f"a {algo} checksum with payload")
+                    if algo not in self.objects.crcs:
+                        self.objects.crcs.append(algo)
+                    k = self.objects.crcs.index(algo)
+                    return f"p4r_crc_custom(&P->E->crc[{k}], {b}.b, ({b}.nbits + 7) / 8)"
+                if b in self.objects.payload_bufs:
+                    # a checksum _with_payload: the field list, then the packet from the
+                    # parser's end (recorded where it was appended)
+                    return self.value_call(
+                        f"p4r_hash_payload({HASHES[algo]}, {b}.b, ({b}.nbits + 7) / 8,"
+                        f" P->data + {b}_tp, P->len - {b}_tp, @RET)"
+                    )
                 return f"{HASHES[algo]}({b}.b, ({b}.nbits + 7) / 8)"
             if f.id == "st" or (f.id in self.fn.locals and self.fn.locals[f.id] == "u64"):
                 # the parser loop: st = st(S, P)
@@ -80,6 +104,16 @@ class ExternTx:
             if f.value.id == "RNG" and f.attr == "randint" and len(e.args) == 2:
                 lo, hi = (self.expr(a) for a in e.args)
                 return f"p4r_randint(P->E, {lo}, {hi})"
+            m = self.objects.meter_id(f.value.id)
+            if (
+                f.attr == "execute"
+                and m is not None
+                and len(e.args) == 3
+                and ast.unparse(e.args[2]) == "P.now_us"
+            ):
+                # Meter.execute(index, packet_length, now): GREEN out of range
+                idx, length = (self.expr(a) for a in e.args[:2])
+                return f"p4r_meter_run(P->E, {m}, {idx}, {length}, P->now)"
         raise Unsupported(f"the call {ast.unparse(e)}")
 
     def apply_result(self, e: ast.Call) -> str:
@@ -92,6 +126,96 @@ class ExternTx:
         ):
             return self.value_call(f"p4r_tbl_{t}(S, P, @RET)")
         raise Unsupported(f"the call {ast.unparse(e)}")
+
+    # ------------------------------------------------------------------ events for Python
+    def event(self, kind: str, text: str, where: str, values: ast.expr) -> None:
+        """A digest or log_msg: its values go to Python (runtime/p4r_externs.c, events)."""
+        if not isinstance(values, ast.Tuple):
+            raise Unsupported(f"the {kind} values {ast.unparse(values)}")
+        init = self.objects.pipeline.storage.init
+        codes, flags = [], []
+        for v in values.elts:
+            # Python hands the values over as they are: a bool stays a bool (the log text
+            # says True), so each must be a slot or a constant whose type is known here
+            if (
+                isinstance(v, ast.Subscript)
+                and ast.unparse(v.value) == "S"
+                and isinstance(v.slice, ast.Constant)
+            ):
+                flags.append(isinstance(init[int(v.slice.value)], bool))
+            elif isinstance(v, ast.Constant) and isinstance(v.value, (bool, int)):
+                flags.append(isinstance(v.value, bool))
+            else:
+                raise Unsupported(f"the {kind} value {ast.unparse(v)}")
+            codes.append(self.expr(v))
+        site = self.objects.event_site(kind, text, where, tuple(flags))
+        k = "P4R_EV_DIGEST" if kind == "digest" else "P4R_EV_LOG"
+        vals = ", ".join(codes) or "0"
+        self.out(
+            f"{{ const uint64_t _ev[] = {{{vals}}}; p4r_event(P->E, {k}, {site}, {len(codes)}, _ev); }}"
+        )
+
+    def extern_raise(self, e: ast.expr | None) -> bool:
+        """``raise P4RuntimeFault(POS, 'message')`` (assert, assume): the packet stops, and
+        Python raises the same exception (NativeSwitch)."""
+        if not (
+            isinstance(e, ast.Call)
+            and ast.unparse(e.func) == "P4RuntimeFault"
+            and len(e.args) == 2
+            and isinstance(e.args[0], ast.Name)
+            and isinstance(e.args[1], ast.Constant)
+        ):
+            return False
+        where = self.objects.pipeline.namespace.get(e.args[0].id)
+        if not isinstance(where, str) or not isinstance(e.args[1].value, str):
+            return False
+        site = self.objects.event_site("fault", e.args[1].value, where, ())
+        self.out(f"p4r_event(P->E, P4R_EV_FAULT, {site}, 0, NULL);")
+        self.out(f"_rc = P4R_FAULT; {self.raise_code()}")
+        return True
+
+    # ------------------------------------------------------------------ statements of externs
+    def extern_augassign(self, s: ast.AugAssign) -> bool:
+        """``_a += P.data[P.pos:]``: a checksum _with_payload appends the packet's rest."""
+        t = s.target
+        if (
+            isinstance(t, ast.Name)
+            and self.fn.locals.get(t.id) == "bb"
+            and isinstance(s.op, ast.Add)
+            and ast.unparse(s.value) == "P.data[P.pos:]"
+        ):
+            self.objects.payload_bufs.add(t.id)
+            self.fn.locals.setdefault(f"{t.id}_tp", "u64")
+            self.out(f"{t.id}_tp = P->pos;")
+            return True
+        return False
+
+    def extern_if(self, s: ast.If) -> bool:
+        """``if P.truncate is None or N < P.truncate: P.truncate = N`` (truncate(N): the
+        smallest length asked for wins); P->truncate holds UINT64_MAX for None."""
+        t = s.test
+        if not (
+            isinstance(t, ast.BoolOp)
+            and isinstance(t.op, ast.Or)
+            and len(t.values) == 2
+            and ast.unparse(t.values[0]) == "P.truncate is None"
+            and not s.orelse
+            and len(s.body) == 1
+            and isinstance(s.body[0], ast.Assign)
+            and ast.unparse(s.body[0].targets[0]) == "P.truncate"
+        ):
+            return False
+        cmp = t.values[1]
+        n = s.body[0].value
+        if not (
+            isinstance(cmp, ast.Compare)
+            and isinstance(cmp.ops[0], ast.Lt)
+            and ast.unparse(cmp.comparators[0]) == "P.truncate"
+            and ast.unparse(cmp.left) == ast.unparse(n)
+        ):
+            return False
+        self.out(f"{{ uint64_t _tn = {self.expr(n)}; if (_tn < P->truncate) P->truncate = _tn; }}")
+        return True
 
     # ------------------------------------------------------------------ deparser
     def emit_bytes(self, v: ast.expr) -> None:
@@ -118,3 +242,4 @@ HASHES = {
     "xor16": "p4r_xor16",
     "identity": "p4r_identity",
 }
+CUSTOM_CRCS = {"crc8_custom": 8, "crc16_custom": 16, "crc32_custom": 32, "crc64_custom": 64}

@@ -12,9 +12,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from importlib import resources
+from typing import Any
 
 from ..interp.builder import Pipeline
-from ..interp.externs import Counter, Register
+from ..interp.externs import Counter, Meter, Register
 from ..interp.tables import Table
 from .cexprs import U64, Unsupported, const
 from .cstmts import StmtTx
@@ -50,7 +51,13 @@ class ProgramObjects:
     register_list: list[Register] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
     counter_list: list[Counter] = field(default_factory=list)
+    meters: dict[str, int] = field(default_factory=dict)  # namespace name -> C index
+    meter_list: list[Meter] = field(default_factory=list)
     actions: dict[str, int] = field(default_factory=dict)  # control-plane name -> id
+    payload_bufs: set[str] = field(default_factory=set)  # field lists + packet (checksums)
+    crcs: list[str] = field(default_factory=list)  # custom CRC algorithms: C index -> name
+    # digest, log_msg and fault calls: (kind, text, where, bool flags of the values)
+    event_sites: list[tuple[str, str, str, tuple[bool, ...]]] = field(default_factory=list)
     emit_total: int = 0
     bitbuf_max: int = 64
 
@@ -60,6 +67,9 @@ class ProgramObjects:
     def counter_id(self, name: str) -> int | None:
         return self.counters.get(name)
 
+    def meter_id(self, name: str) -> int | None:
+        return self.meters.get(name)
+
     def register_cells(self, name: str) -> int | None:
         return self.cells.get(name)
 
@@ -67,6 +77,13 @@ class ProgramObjects:
         if name not in self.actions:
             raise Unsupported(f"the action name {name!r}")
         return self.actions[name]
+
+    def event_site(self, kind: str, text: str, where: str, flags: tuple[bool, ...]) -> int:
+        """The number of a digest/log_msg/fault call site (mirror_externs.drain_events)."""
+        site = (kind, text, where, flags)
+        if site not in self.event_sites:
+            self.event_sites.append(site)
+        return self.event_sites.index(site)
 
     def returns_value(self, fn: str) -> bool:
         return fn in self.value_fns
@@ -98,9 +115,14 @@ def generate(pipeline: Pipeline) -> NativeProgram:
     check_objects(pipeline, objs)
     # the same generated Python (the same program) gives the same C: translate it once per
     # process (test suites build the same program many times)
-    cached = _CACHE.get(pipeline.source)
+    # (the objects' shapes are part of the key: two programs can lower to the same Python
+    # and differ in a meter's unit, a counter's size or a table's direct counter)
+    cache_key = (pipeline.source, objects_signature(objs))
+    cached = _CACHE.get(cache_key)
     if cached is not None:
         objs.emit_total, objs.bitbuf_max = cached[1], cached[2]
+        objs.event_sites = list(cached[3])
+        objs.crcs = list(cached[4])
         return NativeProgram(cached[0], objs)
     mod = ast.parse(pipeline.source)
     fdefs = [f for f in mod.body if isinstance(f, ast.FunctionDef)]
@@ -146,6 +168,8 @@ def generate(pipeline: Pipeline) -> NativeProgram:
         stage_fns[stage] = fn
     parts = [prelude(pipeline, objs, stage_fns)]
     parts.append(resources.files(__package__).joinpath("runtime/p4r_runtime.c").read_text())
+    parts.append(meter_decls(objs))
+    parts.append(resources.files(__package__).joinpath("runtime/p4r_externs.c").read_text())
     parts.append(counter_code(objs))
     parts += protos
     parts += [
@@ -161,20 +185,52 @@ def generate(pipeline: Pipeline) -> NativeProgram:
     source = "\n".join(parts) + "\n"
     if len(_CACHE) > 64:
         _CACHE.clear()
-    _CACHE[pipeline.source] = (source, objs.emit_total, objs.bitbuf_max)
+    _CACHE[cache_key] = (
+        source,
+        objs.emit_total,
+        objs.bitbuf_max,
+        tuple(objs.event_sites),
+        tuple(objs.crcs),
+    )
     return NativeProgram(source, objs)
 
 
-_CACHE: dict[str, tuple[str, int, int]] = {}
+_CACHE: dict[tuple[str, str], tuple[str, int, int, tuple[Any, ...]]] = {}
+
+
+def objects_signature(objs: ProgramObjects) -> str:
+    """What the C depends on besides the generated Python: the objects' sizes and kinds."""
+    return repr(
+        (
+            sorted(objs.registers.items()),
+            [(r.size, r.width) for r in objs.register_list],
+            sorted(objs.counters.items()),
+            [c.size for c in objs.counter_list],
+            sorted(objs.meters.items()),
+            [(m.size, m.unit) for m in objs.meter_list],
+            sorted(objs.tables.items()),
+            [
+                (
+                    t.name,
+                    t.mode,
+                    [(k.match_kind, k.width) for k in t.keys],
+                    [(a, getattr(s.fn, "__name__", ""), s.params) for a, s in t.actions.items()],
+                    t.direct_counter is not None,
+                    getattr(t.direct_meter, "unit", None),
+                    t.length_slot,
+                    getattr(t.key_fn, "__name__", None),
+                )
+                for t in objs.table_list
+            ],
+            sorted(objs.actions.items()),
+            sorted(objs.pipeline.std.items()),
+        )
+    )
 
 
 def check_objects(pipeline: Pipeline, objs: ProgramObjects) -> None:
     """Index the program's tables, registers and counters; refuse what C does not hold yet."""
     ns = pipeline.namespace
-    if pipeline.meters or pipeline.direct_meters:
-        raise Unsupported(f"{pipeline.name}: meters")
-    if pipeline.direct_counters:
-        raise Unsupported(f"{pipeline.name}: direct counters")
     if pipeline.profiles:
         raise Unsupported(f"{pipeline.name}: action profiles and selectors")
     if pipeline.value_sets:
@@ -194,6 +250,9 @@ def check_objects(pipeline: Pipeline, objs: ProgramObjects) -> None:
         elif isinstance(obj, Counter):
             objs.counters[name] = len(objs.counter_list)
             objs.counter_list.append(obj)
+        elif isinstance(obj, Meter):
+            objs.meters[name] = len(objs.meter_list)
+            objs.meter_list.append(obj)
     for name in ns:
         if name.endswith("_CELLS") and name[: -len("_CELLS")] in objs.registers:
             objs.cells[name] = objs.registers[name[: -len("_CELLS")]]
@@ -215,6 +274,9 @@ def check_objects(pipeline: Pipeline, objs: ProgramObjects) -> None:
     for c in pipeline.counters.values():
         if c not in objs.counter_list:
             raise Unsupported(f"{c.name}: a counter the generated code does not name")
+    for m in pipeline.meters.values():
+        if m not in objs.meter_list:
+            raise Unsupported(f"{m.name}: a meter the generated code does not name")
     for f in STD_NEEDED:
         if f not in pipeline.std:
             raise Unsupported(f"standard_metadata.{f} is missing")
@@ -230,11 +292,15 @@ def prelude(pipeline: Pipeline, objs: ProgramObjects, stage_fns: dict[str, str])
         f"#define P4R_NTABLES {len(objs.table_list)}",
         f"#define P4R_NREGS {len(objs.register_list)}",
         f"#define P4R_NCTRS {len(objs.counter_list)}",
+        f"#define P4R_NMETERS {len(objs.meter_list)}",
+        f"#define P4R_NCRC {len(objs.crcs)}",
         f"#define P4R_MAX_KEYS {nkeys}",
         f"#define P4R_MAX_ARGS {nargs}",
         f"#define P4R_OUT_MAX {max(objs.emit_total, 64)}",
         f"#define P4R_BITBUF_MAX {(objs.bitbuf_max + 7) // 8 + 64}",
     ]
+    if any(site[0] == "digest" for site in objs.event_sites):
+        lines.append("#define P4R_HAS_DIGESTS 1")
     for f in STD_NEEDED + STD_OPTIONAL:
         if f in pipeline.std:
             lines.append(f"#define P4R_STD_{f} {pipeline.std[f]}")
@@ -273,6 +339,7 @@ def table_code(objs: ProgramObjects) -> str:
             lines.append(f"    if ((_rc = {kf}(S, P, key)) != P4R_OK) return _rc;")
         lines.append(f"    const p4r_entry *e = p4r_lookup(&P->E->tables[{i}], key);")
         lines.append(f"    if (!e) e = &P->E->tables[{i}].def;")
+        lines += direct_code(i, t)
         lines.append("    *_res = e->hit | ((uint64_t)e->action << 1);")
         lines.append("    switch (e->action) {")
         for name, spec in t.actions.items():
@@ -295,8 +362,17 @@ def state_code(objs: ProgramObjects) -> str:
         n = max(c.size, 1)
         lines.append(f"    if (!(E->ctr_pk[{i}] = calloc({n}, 8))) return -1;")
         lines.append(f"    if (!(E->ctr_by[{i}] = calloc({n}, 8))) return -1;")
+    for i, m in enumerate(objs.meter_list):
+        lines.append(
+            f"    if (!(E->mtr[{i}] = calloc({max(m.size, 1)}, sizeof(p4r_meter)))) return -1;"
+        )
     lines += ["    return 0;", "}", "static void p4r_free_state(p4r_engine *E) {"]
     lines.append(f"    for (int i = 0; i < {len(objs.register_list)}; i++) free(E->reg[i]);")
+    lines.append(f"    for (int i = 0; i < {len(objs.meter_list)}; i++) free(E->mtr[i]);")
+    lines.append(f"    for (int i = 0; i < {len(objs.table_list)}; i++) {{")
+    lines.append("        free(E->dctr_pk[i]); free(E->dctr_by[i]); free(E->dmtr[i]);")
+    lines.append("    }")
+    lines.append("    free(E->ev);")
     lines.append(f"    for (int i = 0; i < {len(objs.counter_list)}; i++) {{")
     lines.append("        free(E->ctr_pk[i]); free(E->ctr_by[i]);")
     lines += ["    }", "}", "static void p4r_init_tables(p4r_engine *E) {"]
@@ -309,6 +385,35 @@ def state_code(objs: ProgramObjects) -> str:
         )
     lines.append("}")
     return "\n".join(lines)
+
+
+def meter_decls(objs: ProgramObjects) -> str:
+    """The indexed meters' sizes and units, which runtime/p4r_externs.c reads."""
+    sizes = ", ".join(str(m.size) for m in objs.meter_list) or "0"
+    units = ", ".join(str(int(m.unit == "bytes")) for m in objs.meter_list) or "0"
+    return (
+        f"static const uint64_t P4R_MTR_SIZE[] = {{{sizes}}};\n"
+        f"static const uint8_t P4R_MTR_BYTES[] = {{{units}}};"
+    )
+
+
+def direct_code(i: int, t: Table) -> list[str]:
+    """A hit's direct counter and meter updates (Table.apply: counter, then meter, then the
+    action), on the entry's cell; a miss (the default entry) touches neither."""
+    out = []
+    length = f"S[{t.length_slot}]"
+    if t.direct_counter is not None:
+        out.append(
+            f"    if (e != &P->E->tables[{i}].def) {{ P->E->dctr_pk[{i}][e->cell]++;"
+            f" P->E->dctr_by[{i}][e->cell] += {length}; }}"
+        )
+    if t.direct_meter is not None:
+        units = length if t.direct_meter.unit == "bytes" else "1"
+        out.append(
+            f"    if (e != &P->E->tables[{i}].def)"
+            f" P->color = p4r_meter_exec(&P->E->dmtr[{i}][e->cell], {units}, P->now);"
+        )
+    return out
 
 
 def counter_code(objs: ProgramObjects) -> str:

@@ -116,6 +116,8 @@ class StmtTx(ExprTx, ExternTx):
         pass
 
     def s_If(self, s: ast.If) -> None:
+        if self.extern_if(s):  # an extern's own test (truncate): cexterns.py
+            return
         self.out(f"if ({self.expr(s.test)}) {{")
         self.depth += 1
         self.block(s.body)
@@ -168,6 +170,8 @@ class StmtTx(ExprTx, ExternTx):
             code = e.args[0].value
             self.out(f"P->perr = {int(code)}; _rc = P4R_PARSER_ERR; {self.raise_code()}")
             return
+        if self.extern_raise(e):  # P4RuntimeFault (assert/assume): cexterns.py
+            return
         raise Unsupported(f"raise {ast.unparse(e) if e else ''} (a runtime fault)")
 
     def s_Try(self, s: ast.Try) -> None:
@@ -213,6 +217,8 @@ class StmtTx(ExprTx, ExternTx):
             return
         if isinstance(t, ast.Attribute) and ast.unparse(t) == "P.pos" and op == "+":
             self.out(f"P->pos += (uint32_t){self.expr(s.value)};")
+            return
+        if self.extern_augassign(s):  # a checksum's payload: cexterns.py
             return
         raise Unsupported(f"the augmented assignment {ast.unparse(s)}")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import logging
 import struct
 import time
 from array import array
@@ -22,6 +23,17 @@ from ..interp.pre import PacketReplicationEngine
 from .build import build, load
 from .cprogram import NativeProgram
 from .mirror import NativeCounter, NativePre, NativeRegister, NativeTable, lookup_order
+from .mirror_externs import (
+    KIND_INDEXED,
+    assign_cells,
+    attach_crcs,
+    attach_meter_cell,
+    bind_events,
+    detach_meter_cell,
+    drain_events,
+)
+from .mirror_externs import bind as bind_externs
+from .mirror_externs import release_all as release_cells
 
 try:  # the in-process packet path in C (setup.py builds it); else the ctypes path below
     from . import _batch
@@ -29,6 +41,7 @@ except ImportError:  # pragma: no cover - an install without a compiler
     _batch = None  # type: ignore[assignment]
 
 U64, U32 = ctypes.c_uint64, ctypes.c_uint32
+log = logging.getLogger("p4reduce.switch")
 KIND_MASK, KIND_RANGE, KIND_ANY = 0, 1, 2
 _HEAD = struct.Struct("=II")
 
@@ -77,6 +90,8 @@ def _bind(lib: ctypes.CDLL) -> None:
     lib.p4r_process_one.restype = ctypes.c_int64
     lib.p4r_faults.argtypes = [vp]
     lib.p4r_faults.restype = U64
+    bind_externs(lib)
+    bind_events(lib)
 
 
 class NativeError(RuntimeError):
@@ -103,9 +118,12 @@ class NativeSwitch:
         start = time.monotonic()
         self.clock = clock or (lambda: int((time.monotonic() - start) * 1e6))
         self.trace = False  # the native engine does not trace (use --engine python)
-        self.digests: list[tuple[str, tuple[Any, ...]]] = []
+        # digests and log_msg text arrive from C as events (mirror_externs.drain_events)
+        self._digests: list[tuple[str, tuple[Any, ...]]] = []
+        self._pending_digests: list[tuple[str, tuple[Any, ...]]] = []
+        self._log_messages: list[str] = []
+        self._events = bool(program.objects.event_sites)
         self.last_trace: list[str] = []
-        self.log_messages: list[str] = []
         self._out_max = program.objects.emit_total + 64
         self._buf = ctypes.create_string_buffer(1 << 16)
         self._used = U32(0)
@@ -114,6 +132,9 @@ class NativeSwitch:
         # p4r_run_vec and the engine, for _batch (no ctypes conversions per packet)
         self._vec = ctypes.cast(self.lib.p4r_run_vec, ctypes.c_void_p).value
         objs = program.objects
+        for i, m in enumerate(objs.meter_list):
+            for j, cell in enumerate(m.array.cells):
+                attach_meter_cell(cell, self, KIND_INDEXED, i, j)
         for i, t in enumerate(objs.table_list):
             t.__class__ = NativeTable
             t._native = (self, i)  # type: ignore[attr-defined]
@@ -132,6 +153,7 @@ class NativeSwitch:
             c._native = (self, i)  # type: ignore[attr-defined]
             if any(pk) or any(by):
                 self.ctr_bulk(i, c.size, pk, by)
+        attach_crcs(self, self.lib)
         rng = pipeline.namespace.get("RNG")
         if rng is not None:
             state = rng.getstate()[1]
@@ -139,6 +161,24 @@ class NativeSwitch:
             self.lib.p4r_rng_seed(self._E, words, int(state[624]))
         self._pre: NativePre | None = None
         self.pre = NativePre()
+
+    # ------------------------------------------------------------------ events
+    @property
+    def digests(self) -> list[tuple[str, tuple[Any, ...]]]:
+        """Digests of finished ingresses, oldest first (the caller clears the list)."""
+        self._drain_quietly()
+        return self._digests
+
+    @property
+    def log_messages(self) -> list[str]:
+        """log_msg output, newest last (bounded), as V1Switch.log_messages."""
+        self._drain_quietly()
+        return self._log_messages
+
+    def _drain_quietly(self) -> None:
+        # packets of the native I/O loop leave their events in C until someone asks
+        if self._events and (fault := drain_events(self)) is not None:
+            log.warning("native engine: a packet stopped on %s", fault)
 
     # ------------------------------------------------------------------ the PRE
     @property
@@ -168,9 +208,10 @@ class NativeSwitch:
         ids = self.program.objects.actions
         flat: list[int] = []
         entries = lookup_order(t)
+        assign_cells(self, i, t, entries)  # direct counter and meter cells
         for e in entries:
             args = list(e.args) + [0] * (maxargs - len(e.args))
-            flat += [ids[e.action], 1, *args]
+            flat += [ids[e.action], 1 | (getattr(e, "_cell", 0) << 1), *args]
             kinds = [(KIND_ANY, 0, 0)] * nk
             for k, kind, a, b in t.compile_checks(e):
                 kinds[k] = (KIND_MASK if kind == 0 else KIND_RANGE, a, b)
@@ -250,6 +291,8 @@ class NativeSwitch:
             self._buf = ctypes.create_string_buffer(max(cap, 2 * len(self._buf)))
         used = self._used
         r = self._one(self._E, port, data, n, self.clock(), self._buf, cap, self._used_ref)
+        if self._events and (fault := drain_events(self)) is not None and r < 0:
+            raise fault
         if r < 0:
             raise NativeError("the native engine failed on the packet")
         if r == 0:
@@ -310,6 +353,8 @@ class NativeSwitch:
             pos += 8
             out.append((p, raw[pos : pos + ln]))
             pos += ln
+        if self._events and (fault := drain_events(self)) is not None and r < 0:
+            raise fault
         if r < 0:
             raise NativeError(f"the native engine failed on packet {-1 - r} of the batch")
         return out
@@ -322,6 +367,12 @@ class NativeSwitch:
 
     def close(self) -> None:
         if self._E:
+            # direct counts and meter state go back into the Python objects first
+            for t in self.program.objects.table_list:
+                release_cells(t)
+            for m in self.program.objects.meter_list:
+                for cell in m.array.cells:
+                    detach_meter_cell(cell)
             self.lib.p4r_free(self._E)
             self._E = None
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from p4reduce.switch.interp.builder import Pipeline
 from p4reduce.switch.interp.externs import ExternError
+from p4reduce.switch.interp.hashes import CrcParams
 from p4reduce.switch.interp.matches import Exact, Lpm, Optional, Range, Ternary
 from p4reduce.switch.interp.pre import PreError
 from p4reduce.switch.interp.tables import TableError
@@ -21,13 +22,14 @@ from p4reduce.switch.interp.tables import TableError
 @dataclass(frozen=True)
 class Op:
     kind: str  # packet | add | delete | default | reg | grp_create | node | grp_destroy | clear
+    # | meter | dmeter | dctr
     args: tuple[Any, ...]
 
 
 def run(sw: Any, op: Op) -> Any:
     try:
         return _run(sw, op)
-    except (TableError, ExternError, PreError) as e:
+    except (TableError, ExternError, PreError, ValueError) as e:
         return (type(e).__name__, str(e))
 
 
@@ -64,6 +66,24 @@ def _run(sw: Any, op: Op) -> Any:
     if op.kind == "grp_destroy":
         sw.pre.mgrp_destroy(a[0])
         return "ok"
+    if op.kind == "crc":
+        sw.pipeline.namespace[a[0]].__self__.set_crc_params(a[1])
+        return "ok"
+    if op.kind == "meter":
+        sw.pipeline.meters[a[0]].set_rates(a[1], list(a[2]))
+        return "ok"
+    if op.kind in ("dmeter", "dctr"):
+        entries = tables[a[0]].entries
+        if a[1] >= len(entries):
+            return "no entry"
+        e = entries[a[1]]
+        if op.kind == "dctr":
+            e.packets, e.bytes = a[2]
+        elif a[2]:
+            e.meter.set_rates(list(a[2]))
+        else:
+            e.meter.array[0].reset()
+        return "ok"
     raise AssertionError(op.kind)
 
 
@@ -74,7 +94,54 @@ def state(sw: Any) -> dict[str, Any]:
         out[f"reg {name}"] = list(r.values)
     for name, c in p.counters.items():
         out[f"ctr {name}"] = (list(c.packets), list(c.bytes))
+    for name, t in p.tables.items():
+        if t.direct_counter is not None:
+            out[f"dctr {name}"] = [(e.packets, e.bytes) for e in t.entries]
+        if t.direct_meter is not None:
+            out[f"dmtr {name}"] = [_buckets(e.meter.array[0]) for e in t.entries]
+    for name, m in p.meters.items():
+        out[f"mtr {name}"] = [_buckets(cell) for cell in m.array.cells]
     return out
+
+
+def _buckets(cell: Any) -> list[tuple[Any, ...]]:
+    """A meter cell's rates and token state (the native engine's copied back first)."""
+    if hasattr(cell, "pull"):
+        cell.pull()
+    return [(b.rate, b.burst, b.tokens, b.tokens_last, b.color) for b in cell._buckets]
+
+
+RATES = [0.0, 1e-9, 0.001, 0.01, 0.3, 1.0, 2.5, 40.0]
+BURSTS = [0, 1, 2, 3, 60, 100, 1000]
+
+
+def random_rates(rng: random.Random) -> tuple[tuple[float, int], ...]:
+    """Committed then peak (rate per microsecond, burst); now and then a refused order."""
+    a, b = rng.choice(RATES), rng.choice(RATES)
+    if rng.random() < 0.9:
+        a, b = min(a, b), max(a, b)
+    return ((a, rng.choice(BURSTS)), (b, rng.choice(BURSTS)))
+
+
+def random_meter_op(rng: random.Random, pipeline: Pipeline) -> Op | None:
+    """Rates of an indexed meter cell or a table entry's direct meter, or direct counts."""
+    choices = [("meter", n) for n in sorted(pipeline.meters)]
+    for n, t in sorted(pipeline.tables.items()):
+        if t.direct_meter is not None:
+            choices.append(("dmeter", n))
+        if t.direct_counter is not None:
+            choices.append(("dctr", n))
+    if not choices:
+        return None
+    kind, name = rng.choice(choices)
+    if kind == "meter":
+        size = pipeline.meters[name].size
+        idx = rng.choice([0, size - 1, rng.randrange(max(size, 1)), size])
+        return Op("meter", (name, idx, random_rates(rng)))
+    k = rng.randrange(max(len(pipeline.tables[name].entries), 1) + 1)
+    if kind == "dctr":
+        return Op("dctr", (name, k, (rng.randrange(1000), rng.randrange(10**6))))
+    return Op("dmeter", (name, k, random_rates(rng) if rng.random() < 0.85 else ()))
 
 
 def random_match(rng: random.Random, kind: str, width: int, pool: list[int]) -> Any:
@@ -121,7 +188,28 @@ def random_table_op(rng: random.Random, pipeline: Pipeline, pool: list[int]) -> 
     return Op("clear", (name,))
 
 
+def random_crc_op(rng: random.Random, pipeline: Pipeline) -> Op | None:
+    """New parameters for one of the program's custom CRCs (HashCalc.set_crc_params)."""
+    names = sorted(n for n in pipeline.namespace if n.startswith("HASH_") and "_custom" in n)
+    if not names:
+        return None
+    name = rng.choice(names)
+    w = {"crc8": 8, "crc16": 16, "crc32": 32, "crc64": 64}[name[5:].split("_")[0]]
+    params = CrcParams(
+        rng.getrandbits(w) | 1,
+        rng.choice([0, (1 << w) - 1, rng.getrandbits(w)]),
+        rng.choice([0, (1 << w) - 1, rng.getrandbits(w)]),
+        rng.random() < 0.5,
+        rng.random() < 0.5,
+    )
+    return Op("crc", (name, params))
+
+
 def random_control_op(rng: random.Random, pipeline: Pipeline, pool: list[int]) -> Op:
+    if rng.random() < 0.25 and (op := random_meter_op(rng, pipeline)) is not None:
+        return op
+    if rng.random() < 0.2 and (op := random_crc_op(rng, pipeline)) is not None:
+        return op
     r = rng.random()
     if r < 0.5 and pipeline.tables:
         return random_table_op(rng, pipeline, pool)

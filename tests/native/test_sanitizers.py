@@ -31,6 +31,12 @@ programs = [
     (root / "p4src" / "dense.p4", [root / "p4src" / "include"]),
     (root / "bmv2_tests" / "table_l3_router.p4", [root / "bmv2_tests"]),
     (root / "bmv2_tests" / "parser_header_union.p4", [root / "bmv2_tests"]),
+    (root / "bmv2_tests" / "meter_bytes.p4", [root / "bmv2_tests"]),
+    (root / "bmv2_tests" / "meter_direct.p4", [root / "bmv2_tests"]),
+    (root / "bmv2_tests" / "checksum_udp_update.p4", [root / "bmv2_tests"]),
+    (root / "bmv2_tests" / "meta_truncate.p4", [root / "bmv2_tests"]),
+    (root / "bmv2_tests" / "extern_digest.p4", [root / "bmv2_tests"]),
+    (root / "bmv2_tests" / "hash_custom_defaults.p4", [root / "bmv2_tests"]),
 ]
 rng = random.Random(7)
 total = 0
@@ -45,10 +51,17 @@ for path, inc in programs:
                 t.add_entry([Exact(0) for _ in t.keys], action, args)
             except Exception:
                 pass
+    for m in pipeline.meters.values():  # meters with rates, so that buckets run dry
+        m.set_all_rates([(0.01, 100), (0.5, 300)])
+    for t in pipeline.tables.values():
+        for e in t.entries:
+            if e.meter is not None:
+                e.meter.set_rates([(0.01, 2), (0.5, 5)])
     sw.pre.mgrp_create(1)
     sw.pre.node_associate(1, sw.pre.node_create(0, [1, 2, 3]))
     seeds = [bytes(rng.getrandbits(8) for _ in range(n)) for n in (0, 1, 13, 14, 33, 34, 42)]
     seeds.append(bytes.fromhex("ffffffffffff020000000001080045000030000100004011") + bytes(40))
+    seeds.append(seeds[-1] + bytes(3000))  # payload checksums past their stack buffer
     for i in range(1200):
         f = bytearray(rng.choice(seeds))
         for _ in range(rng.randint(0, 6)):
@@ -60,6 +73,18 @@ for path, inc in programs:
             f = f[: rng.randint(0, len(f))]
         sw.process(rng.randrange(512), bytes(f))
         total += 1
+        del sw.digests[:]  # drains the engine's events
+        if i % 100 == 99:  # entries come and go: direct counter and meter cells are reused
+            for t in pipeline.tables.values():
+                if t.direct_counter is not None or t.direct_meter is not None:
+                    for e in list(t.entries)[: rng.randint(0, 2)]:
+                        t.delete_entry(list(e.matches), e.priority if t.needs_priority else None)
+                    for _ in range(rng.randint(0, 3)):
+                        k = [Exact(rng.getrandbits(k.width)) for k in t.keys]
+                        try:
+                            t.add_entry(k, sorted(t.actions)[0], [0] * len(t.actions[sorted(t.actions)[0]].params))
+                        except Exception:
+                            pass
     out = sw.process_batch([(1, bytes(rng.getrandbits(8) for _ in range(60))) for _ in range(50)])
     sw.close()
 print("fuzzed", total)
@@ -99,4 +124,4 @@ def test_malformed_packets_under_asan_and_ubsan(tmp_path: Path) -> None:
     report = run.stderr[-4000:]
     assert run.returncode == 0, report
     assert "runtime error" not in run.stderr and "AddressSanitizer" not in run.stderr, report
-    assert "fuzzed 3600" in run.stdout
+    assert "fuzzed 10800" in run.stdout

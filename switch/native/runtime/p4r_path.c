@@ -7,9 +7,11 @@ typedef struct p4r_sink {
     void *ctx;
 } p4r_sink;
 
-static void p4r_run_egress(p4r_engine *E, uint64_t *S, p4r_pkt *P, uint32_t port,
-                           const p4r_sink *out) {
+/* 0, or -1 when the packet faulted (the interpreter's exception: nothing more of it runs) */
+static int p4r_run_egress(p4r_engine *E, uint64_t *S, p4r_pkt *P, uint32_t port,
+                          const p4r_sink *out) {
     int rc;
+    E->ev_egress = 1;
     S[P4R_STD_egress_port] = port;
     S[P4R_STD_egress_spec] = 0; /* simple_switch writes 512, which 9 bits hold as 0 */
     S[P4R_STD_packet_length] = (uint64_t)P->length & P4R_MASK_packet_length;
@@ -19,33 +21,45 @@ static void p4r_run_egress(p4r_engine *E, uint64_t *S, p4r_pkt *P, uint32_t port
     rc = P4R_STAGE_egress(S, P);
     if (rc != P4R_OK && rc != P4R_EXIT) {
         E->faults++;
-        return;
+        return -1;
     }
-    if (S[P4R_STD_egress_spec] == P4R_DROP_PORT) return;
+    if (S[P4R_STD_egress_spec] == P4R_DROP_PORT) return 0;
     P->outlen = 0;
     memset(P->out, 0, sizeof P->out);
     rc = P4R_STAGE_compute(S, P);
     if (rc == P4R_OK) rc = P4R_STAGE_deparser(S, P);
     if (rc != P4R_OK) {
         E->faults++;
-        return;
+        return -1;
     }
     uint32_t rest = P->len - P->pos;
     uint32_t total = P->outlen + rest;
+    /* truncate(n): the deparsed packet cut to n bytes as it leaves (0: not cut) */
+    uint64_t cut = P->truncate != UINT64_MAX ? P->truncate : 0;
+    if (cut && cut < total) {
+        if (cut <= P->outlen) {
+            P->outlen = (uint32_t)cut;
+            rest = 0;
+        } else {
+            rest = (uint32_t)cut - P->outlen;
+        }
+        total = (uint32_t)cut;
+    }
     if (rest == 0) { /* the deparsed headers are the whole frame: no copy */
         out->emit(out->ctx, port, P->out, total);
-        return;
+        return 0;
     }
     uint8_t stackbuf[4096 + P4R_OUT_MAX];
     uint8_t *frame = total <= sizeof stackbuf ? stackbuf : malloc(total);
     if (!frame) {
         E->faults++;
-        return;
+        return -1;
     }
     memcpy(frame, P->out, P->outlen);
     if (rest) memcpy(frame + P->outlen, P->data + P->pos, rest);
     out->emit(out->ctx, port, frame, total);
     if (frame != stackbuf) free(frame);
+    return 0;
 }
 
 /* One packet and its copies, the engine mutex held by the caller. */
@@ -68,6 +82,9 @@ static int p4r_run_locked(p4r_engine *E, uint32_t in_port, const uint8_t *data, 
     P.length = len;
     P.perr = 0;
     P.now = now;
+    P.color = 0;
+    E->ev_egress = 0;
+    P.truncate = UINT64_MAX;
     P.outlen = 0;
     rc = P4R_STAGE_parser(S, &P);
     if (rc == P4R_PARSER_ERR) {
@@ -86,6 +103,9 @@ static int p4r_run_locked(p4r_engine *E, uint32_t in_port, const uint8_t *data, 
         E->faults++;
         return -1;
     }
+#ifdef P4R_HAS_DIGESTS
+    p4r_event(E, P4R_EV_COMMIT, 0, 0, NULL); /* the end-of-ingress digest delivery */
+#endif
     uint64_t grp = S[P4R_STD_mcast_grp];
     if (grp) {
         S[P4R_STD_instance_type] = 5;
@@ -101,7 +121,8 @@ static int p4r_run_locked(p4r_engine *E, uint32_t in_port, const uint8_t *data, 
             S2[P4R_STD_enq_timestamp] = now & 0xFFFFFFFFu;
 #endif
             memcpy(P2, &P, offsetof(p4r_pkt, out));
-            p4r_run_egress(E, S2, P2, G->port[i], out);
+            P2->color = 0; /* a copy's context starts afresh (V1Switch.copy_context) */
+            if (p4r_run_egress(E, S2, P2, G->port[i], out) < 0) return -1;
         }
         return 0;
     }
@@ -111,8 +132,7 @@ static int p4r_run_locked(p4r_engine *E, uint32_t in_port, const uint8_t *data, 
 #ifdef P4R_STD_enq_timestamp
     S[P4R_STD_enq_timestamp] = now & 0xFFFFFFFFu;
 #endif
-    p4r_run_egress(E, S, &P, (uint32_t)spec, out);
-    return 0;
+    return p4r_run_egress(E, S, &P, (uint32_t)spec, out);
 }
 
 static uint64_t p4r_now_us(void) {

@@ -25,6 +25,7 @@
 typedef struct p4r_entry {
     uint32_t action;
     uint32_t hit;
+    uint32_t cell; /* its direct counter and meter cell (p4r_externs.c) */
     uint64_t args[P4R_MAX_ARGS + 1];
     uint8_t kind[P4R_MAX_KEYS + 1]; /* 0: (k & a) == b, 1: a <= k <= b, 2: any */
     uint64_t a[P4R_MAX_KEYS + 1], b[P4R_MAX_KEYS + 1];
@@ -54,11 +55,25 @@ typedef struct p4r_group {
     uint32_t *port, *rid;
 } p4r_group;
 
+typedef struct p4r_crcp { /* a custom CRC's parameters (p4r_externs.c) */
+    uint64_t poly, init, xor_out;
+    uint32_t width, refin, refout;
+} p4r_crcp;
+
 typedef struct p4r_engine {
     pthread_mutex_t mu;
     p4r_table tables[P4R_NTABLES + 1];
     uint64_t *reg[P4R_NREGS + 1];
     uint64_t *ctr_pk[P4R_NCTRS + 1], *ctr_by[P4R_NCTRS + 1];
+    struct p4r_meter *mtr[P4R_NMETERS + 1];   /* indexed meters */
+    uint32_t dcap[P4R_NTABLES + 1];           /* direct counter and meter cells per table */
+    uint64_t *dctr_pk[P4R_NTABLES + 1], *dctr_by[P4R_NTABLES + 1];
+    struct p4r_meter *dmtr[P4R_NTABLES + 1];
+    uint64_t *ev; /* events for Python: digests, log_msg, faults (p4r_externs.c) */
+    uint32_t ev_n, ev_cap;
+    uint32_t ev_egress; /* 1 while an egress runs: its digests are dropped, as in V1Switch */
+    p4r_crcp crc[P4R_NCRC + 1];
+    uint64_t ev_dropped;
     p4r_group *groups[P4R_MAX_GROUP];
     uint32_t mt[624];
     int mti;
@@ -73,6 +88,8 @@ typedef struct p4r_pkt {
     int64_t length; /* BMv2's packet-length register */
     int32_t perr;
     uint64_t now;
+    uint64_t color; /* the colour of the direct meter of the entry just hit */
+    uint64_t truncate; /* the smallest truncate() length asked for; UINT64_MAX: none */
     uint32_t outlen;
     uint8_t out[P4R_OUT_MAX + 1];
 } p4r_pkt;
@@ -317,7 +334,9 @@ int p4r_table_load(p4r_engine *E, uint32_t t, uint32_t n, const uint64_t *flat) 
     const uint64_t *f = flat;
     for (uint32_t x = 0; x < n; x++) {
         e[x].action = (uint32_t)*f++;
-        e[x].hit = (uint32_t)*f++;
+        uint64_t hit = *f++; /* 1 | cell << 1 */
+        e[x].hit = (uint32_t)(hit & 1);
+        e[x].cell = (uint32_t)(hit >> 1);
         for (uint32_t i = 0; i < P4R_MAX_ARGS; i++) e[x].args[i] = *f++;
         for (uint32_t j = 0; j < T->nkeys; j++) {
             e[x].kind[j] = (uint8_t)*f++;

@@ -1,0 +1,294 @@
+"""Meters and direct counters of a native switch: the Python objects, their state in C.
+
+The interpreter's objects stay the control plane (mirror.py explains why). A meter cell
+(``meters.Meter``, inside a ``meter`` extern or a table entry's direct meter) keeps its
+rates in Python, where they are validated; every change (rates set or reset, a new time
+origin) pushes the cell's whole state into the engine, whose copy of the buckets is the only
+one the data plane updates. A table with a direct counter or meter gives each entry a cell
+number for its life (the engine reloads a table's entries as a whole after every change, so
+the cells cannot live in the entries); the entry's ``packets``/``bytes`` read and write that
+cell, and a deleted entry takes its last values back into Python.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+from typing import Any
+
+from ..interp.hashes import DEFAULT_CRC_PARAMS, CrcParams, HashCalc
+from ..interp.meters import Meter as MeterCell
+from ..interp.runtime import P4RuntimeFault
+from ..interp.tables import Table, TableEntry
+
+U32, U64 = ctypes.c_uint32, ctypes.c_uint64
+KIND_INDEXED, KIND_DIRECT = 0, 1
+
+
+def bind(lib: ctypes.CDLL) -> None:
+    vp = ctypes.c_void_p
+    lib.p4r_direct_cells.argtypes = [vp, U32, U32]
+    lib.p4r_direct_cells.restype = ctypes.c_int
+    lib.p4r_dctr_get.argtypes = [vp, U32, U32, ctypes.POINTER(U64), ctypes.POINTER(U64)]
+    lib.p4r_dctr_set.argtypes = [vp, U32, U32, U64, U64]
+    lib.p4r_meter_put.argtypes = [
+        vp,
+        U32,
+        U32,
+        U32,
+        U32,
+        ctypes.c_int64,
+        ctypes.POINTER(ctypes.c_double),
+        ctypes.POINTER(U64),
+    ]
+    lib.p4r_meter_put.restype = ctypes.c_int
+    lib.p4r_meter_state.argtypes = [vp, U32, U32, U32, ctypes.POINTER(U64)]
+    lib.p4r_meter_state.restype = ctypes.c_int
+    lib.p4r_meter_execute.argtypes = [vp, U32, U32, U32, U64, U64]
+    lib.p4r_meter_execute.restype = ctypes.c_int64
+
+
+class NativeMeterCell(MeterCell):
+    """One meter cell whose buckets live in the engine."""
+
+    _native: tuple[Any, int, int, int]  # (switch, kind, meter or table index, cell)
+
+    def push(self) -> None:
+        """Copy this cell's whole state (rates, buckets, origin) into the engine."""
+        sw, kind, obj, cell = self._native
+        n = len(self._buckets)
+        rates = (ctypes.c_double * 2)(*[b.rate for b in self._buckets])
+        words = (U64 * 10)()
+        for i, b in enumerate(self._buckets):
+            last = b.tokens_last & ((1 << 128) - 1)
+            words[5 * i : 5 * i + 5] = [b.burst, b.tokens, last & (2**64 - 1), last >> 64, b.color]
+        if sw.lib.p4r_meter_put(sw._E, kind, obj, cell, n, self._origin_us, rates, words) != 0:
+            raise RuntimeError("the native engine has no such meter cell")
+
+    def pull(self) -> None:
+        """Copy the engine's buckets back into this cell (before it leaves the engine)."""
+        sw, kind, obj, cell = self._native
+        words = (U64 * 10)()
+        n = sw.lib.p4r_meter_state(sw._E, kind, obj, cell, words)
+        for i in range(max(n, 0)):
+            b = self._buckets[i]
+            b.tokens = words[5 * i + 1]
+            last = words[5 * i + 2] | (words[5 * i + 3] << 64)
+            b.tokens_last = last - (1 << 128) if last >> 127 else last
+
+    def set_rates(self, rates: list[tuple[float, int]]) -> None:
+        super().set_rates(rates)
+        self.push()
+
+    def reset(self) -> None:
+        super().reset()
+        self.push()
+
+    def reset_time_origin(self, now_us: int) -> None:
+        self.pull()
+        super().reset_time_origin(now_us)
+        self.push()
+
+    def execute(self, units: int, now_us: int, pre_color: int = 0) -> int:
+        sw, kind, obj, cell = self._native
+        color = sw.lib.p4r_meter_execute(sw._E, kind, obj, cell, units, now_us)
+        return max(pre_color, int(color))
+
+
+def attach_meter_cell(cell: MeterCell, sw: Any, kind: int, obj: int, index: int) -> None:
+    cell.__class__ = NativeMeterCell
+    cell._native = (sw, kind, obj, index)  # type: ignore[attr-defined]
+    cell.push()  # type: ignore[attr-defined]
+
+
+def detach_meter_cell(cell: MeterCell) -> None:
+    if isinstance(cell, NativeMeterCell):
+        cell.pull()
+        cell.__class__ = MeterCell
+        del cell._native
+
+
+class NativeEntry(TableEntry):
+    """A table entry whose direct counter lives in the engine, in cell ``_cell``."""
+
+    _owner: Any  # (switch, table index)
+    _cell: int
+
+    def _get(self) -> tuple[int, int]:
+        sw, t = self._owner
+        pk, by = U64(0), U64(0)
+        sw.lib.p4r_dctr_get(sw._E, t, self._cell, ctypes.byref(pk), ctypes.byref(by))
+        return int(pk.value), int(by.value)
+
+    @property  # type: ignore[override]
+    def packets(self) -> int:
+        return self._get()[0]
+
+    @packets.setter
+    def packets(self, v: int) -> None:
+        sw, t = self._owner
+        sw.lib.p4r_dctr_set(sw._E, t, self._cell, v, self._get()[1])
+
+    @property  # type: ignore[override]
+    def bytes(self) -> int:
+        return self._get()[1]
+
+    @bytes.setter
+    def bytes(self, v: int) -> None:
+        sw, t = self._owner
+        sw.lib.p4r_dctr_set(sw._E, t, self._cell, self._get()[0], v)
+
+
+def has_cells(t: Table) -> bool:
+    return t.direct_counter is not None or t.direct_meter is not None
+
+
+def assign_cells(sw: Any, i: int, t: Table, entries: list[TableEntry]) -> None:
+    """Give every entry of table ``i`` a cell (new entries a fresh one), and free the cells
+    of entries that left the table, their counts and meter state kept in Python."""
+    if not has_cells(t):
+        return
+    held: dict[int, TableEntry] = t.__dict__.setdefault("_cells", {})
+    free: list[int] = t.__dict__.setdefault("_free_cells", [])
+    present = {id(e) for e in entries}
+    for cell, e in list(held.items()):
+        if id(e) not in present:
+            release_entry(e)
+            del held[cell]
+            free.append(cell)
+    fresh = [e for e in entries if getattr(e, "_cell", None) is None]
+    need = len(held) + len(fresh)
+    free.sort(reverse=True)  # the lowest free cells first
+    nxt = len(held) + len(free)
+    if sw.lib.p4r_direct_cells(sw._E, i, max(need, nxt, 1)) != 0:
+        raise MemoryError(f"{t.name}: the native engine could not store the direct cells")
+    for e in fresh:
+        if free:
+            cell = free.pop()
+        else:
+            cell, nxt = nxt, nxt + 1
+        pk, by = e.__dict__.get("packets", 0), e.__dict__.get("bytes", 0)
+        e.__class__ = NativeEntry
+        e._owner = (sw, i)  # type: ignore[attr-defined]
+        e._cell = cell  # type: ignore[attr-defined]
+        held[cell] = e
+        if t.direct_counter is not None:
+            sw.lib.p4r_dctr_set(sw._E, i, cell, pk, by)
+        if e.meter is not None:
+            attach_meter_cell(e.meter.array[0], sw, KIND_DIRECT, i, cell)
+
+
+def release_entry(e: TableEntry) -> None:
+    """An entry leaves the engine: its counts and meter state go back into Python."""
+    if not isinstance(e, NativeEntry):
+        return
+    pk, by = e._get()
+    if e.meter is not None:
+        detach_meter_cell(e.meter.array[0])
+    e.__class__ = TableEntry
+    e.__dict__.pop("_owner", None)
+    e.__dict__.pop("_cell", None)
+    e.__dict__["packets"], e.__dict__["bytes"] = pk, by
+
+
+def release_all(t: Table) -> None:
+    """Every entry of ``t`` leaves the engine (the switch closes)."""
+    for e in t.__dict__.pop("_cells", {}).values():
+        release_entry(e)
+    t.__dict__.pop("_free_cells", None)
+
+
+# ---------------------------------------------------------------------- events
+EV_DIGEST, EV_LOG, EV_FAULT, EV_COMMIT = 1, 2, 3, 4
+log = logging.getLogger("p4reduce.switch")  # the interpreter's logger (V1Switch.log_msg)
+
+
+def bind_events(lib: ctypes.CDLL) -> None:
+    vp = ctypes.c_void_p
+    lib.p4r_events_size.argtypes = [vp]
+    lib.p4r_events_size.restype = U32
+    lib.p4r_events_take.argtypes = [vp, ctypes.POINTER(U64), U32]
+    lib.p4r_events_take.restype = U32
+    lib.p4r_events_dropped.argtypes = [vp]
+    lib.p4r_events_dropped.restype = U64
+
+
+def drain_events(sw: Any) -> P4RuntimeFault | None:
+    """Deliver the engine's events as the interpreter would have: digests of a finished
+    ingress into ``sw._digests``, log_msg text into ``sw._log_messages`` (and the log);
+    return the fault (assert/assume) that stopped a packet, if one did."""
+    lib, E = sw.lib, sw._E
+    if not E:
+        return None
+    n = lib.p4r_events_size(E)
+    if not n:
+        return None
+    buf = (U64 * n)()
+    used = lib.p4r_events_take(E, buf, n)
+    words = buf[:used]
+    sites = sw.program.objects.event_sites
+    fault = None
+    i = 0
+    while i < used:
+        head, count = words[i], words[i + 1]
+        kind, site = head & 0xFF, head >> 8
+        raw = words[i + 2 : i + 2 + count]
+        i += 2 + count
+        if kind == EV_COMMIT:
+            sw._digests.extend(sw._pending_digests)
+            sw._pending_digests.clear()
+            continue
+        what, text, where, flags = sites[site]
+        values = tuple(bool(v) if f else int(v) for v, f in zip(raw, flags, strict=True))
+        if kind == EV_DIGEST:
+            sw._pending_digests.append((text, values))
+        elif kind == EV_LOG:
+            log_msg(sw, text, values)
+        elif kind == EV_FAULT:
+            sw._pending_digests.clear()  # the packet's ingress never finished
+            fault = P4RuntimeFault(where, text)
+    return fault
+
+
+def log_msg(sw: Any, fmt: str, values: tuple[Any, ...]) -> None:
+    """V1Switch.log_msg: ``{}`` placeholders replaced by the values, in order."""
+    parts = fmt.split("{}")
+    text = parts[0]
+    for i, part in enumerate(parts[1:]):
+        text += (str(values[i]) if i < len(values) else "{}") + part
+    log.info("log_msg: %s", text)
+    sw._log_messages.append(text)
+    del sw._log_messages[:-1000]
+
+
+# ---------------------------------------------------------------------- custom CRCs
+class NativeHashCalc(HashCalc):
+    """A custom CRC calculation whose parameters are pushed into the engine on change."""
+
+    _native: tuple[Any, int]  # (switch, C index)
+
+    def set_crc_params(self, params: CrcParams) -> None:
+        super().set_crc_params(params)
+        self.push()
+
+    def push(self) -> None:
+        sw, k = self._native
+        if not sw._E:  # the switch closed: the Python object is all there is
+            return
+        width = {"crc8_custom": 8, "crc16_custom": 16, "crc32_custom": 32, "crc64_custom": 64}
+        w = width[self.algo]
+        p = self.params or DEFAULT_CRC_PARAMS[w]
+        m = (1 << 64) - 1
+        sw.lib.p4r_crc_set(
+            sw._E, k, w, p.poly & m, p.init & m, p.xor_out & m, p.reflect_in, p.reflect_out
+        )
+
+
+def attach_crcs(sw: Any, lib: ctypes.CDLL) -> None:
+    """The program's custom CRC calculations (HashCalc behind HASH_<algo>) into the engine."""
+    lib.p4r_crc_set.argtypes = [ctypes.c_void_p, U32, U32, U64, U64, U64, U32, U32]
+    for k, algo in enumerate(sw.program.objects.crcs):
+        calc = sw.pipeline.namespace[f"HASH_{algo}"].__self__
+        calc.__class__ = NativeHashCalc
+        calc._native = (sw, k)
+        calc.push()
