@@ -282,6 +282,8 @@ class NativeSwitch:
         """Run one packet arriving on ``port``; return the (port, bytes) it produced."""
         if _batch is not None:
             out, r = _batch.run_one(self._vec, self._E, port, data, self.clock())
+            if self._events and (fault := drain_events(self)) is not None and r < 0:
+                raise fault
             if r < 0:
                 raise NativeError("the native engine failed on the packet")
             return out
@@ -313,6 +315,8 @@ class NativeSwitch:
         """Run packets in order in one call; return every frame that left, in order."""
         if _batch is not None:
             out, r = _batch.run(self._vec, self._E, packets, self.clock())
+            if self._events and (fault := drain_events(self)) is not None and r < 0:
+                raise fault
             if r < 0:
                 raise NativeError(f"the native engine failed on packet {-1 - r} of the batch")
             return out
