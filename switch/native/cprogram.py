@@ -12,11 +12,13 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from importlib import resources
+from typing import Any
 
 from ..interp.builder import Pipeline
 from ..interp.externs import Counter, Register
 from ..interp.tables import Table
 from .cexprs import U64, Unsupported, const
+from .csigns import Signs
 from .cstmts import StmtTx
 
 GENERATOR_VERSION = "3"
@@ -53,6 +55,12 @@ class ProgramObjects:
     actions: dict[str, int] = field(default_factory=dict)  # control-plane name -> id
     emit_total: int = 0
     bitbuf_max: int = 64
+    signed_slots: set[int] = field(default_factory=set)  # slots of int<W> values
+    signed_cells: set[str] = field(default_factory=set)  # X_CELLS of signed registers
+    signed_params: dict[str, set[str]] = field(default_factory=dict)  # fn -> its int<W> params
+    # per table action: how each control-plane argument becomes the action's value
+    arg_kinds: dict[tuple[int, str], list[tuple[str, int]]] = field(default_factory=dict)
+    signs: Any = None  # csigns.Signs, once the module is parsed
 
     def table_id(self, name: str) -> int | None:
         return self.tables.get(name)
@@ -118,6 +126,16 @@ def generate(pipeline: Pipeline) -> NativeProgram:
                     objs.value_fns.add(f.name)
         if f.name in objs.states:
             objs.value_fns.add(f.name)
+    for (ti, name), kinds in objs.arg_kinds.items():
+        spec = objs.table_list[ti].actions[name]
+        fn = getattr(spec.fn, "__name__", "")
+        fdef = next((f for f in fdefs if f.name == fn), None)
+        if fdef is not None:
+            params = [a.arg for a in fdef.args.args][2:]
+            for p, (kind, _) in zip(params, kinds, strict=False):
+                if kind == "s":
+                    objs.signed_params.setdefault(fn, set()).add(p)
+    objs.signs = Signs(objs, fdefs)
     for t in objs.table_list:
         kf = getattr(t.key_fn, "__name__", None)
         if t.keys:
@@ -146,6 +164,7 @@ def generate(pipeline: Pipeline) -> NativeProgram:
         stage_fns[stage] = fn
     parts = [prelude(pipeline, objs, stage_fns)]
     parts.append(resources.files(__package__).joinpath("runtime/p4r_runtime.c").read_text())
+    parts.append(resources.files(__package__).joinpath("runtime/p4r_types.c").read_text())
     parts.append(counter_code(objs))
     parts += protos
     parts += [
@@ -179,6 +198,7 @@ def check_objects(pipeline: Pipeline, objs: ProgramObjects) -> None:
         raise Unsupported(f"{pipeline.name}: action profiles and selectors")
     if pipeline.value_sets:
         raise Unsupported(f"{pipeline.name}: parser value sets")
+    objs.signed_slots = set(getattr(pipeline.storage, "signed", ()))
     for v in pipeline.storage.init:
         if not isinstance(v, (bool, int)):
             raise Unsupported(f"{pipeline.name}: varbit fields")
@@ -187,8 +207,8 @@ def check_objects(pipeline: Pipeline, objs: ProgramObjects) -> None:
             objs.tables[name] = len(objs.table_list)
             objs.table_list.append(obj)
         elif isinstance(obj, Register):
-            if obj.signed or obj.width > 64:
-                raise Unsupported(f"{obj.name}: a signed register or one wider than 64 bits")
+            if obj.width > 64:
+                raise Unsupported(f"{obj.name}: a register wider than 64 bits")
             objs.registers[name] = len(objs.register_list)
             objs.register_list.append(obj)
         elif isinstance(obj, Counter):
@@ -197,15 +217,18 @@ def check_objects(pipeline: Pipeline, objs: ProgramObjects) -> None:
     for name in ns:
         if name.endswith("_CELLS") and name[: -len("_CELLS")] in objs.registers:
             objs.cells[name] = objs.registers[name[: -len("_CELLS")]]
+            if objs.register_list[objs.cells[name]].signed:
+                objs.signed_cells.add(name)
     for t in pipeline.tables.values():
         if t not in objs.table_list:
             objs.tables[f"<{t.name}>"] = len(objs.table_list)
             objs.table_list.append(t)
-        for spec in t.actions.values():
-            if spec.convert is not tuple:
-                raise Unsupported(f"{t.name}: action {spec.name} takes bool or signed data")
+        for aname, spec in t.actions.items():
             if any(w > 64 for _, w in spec.params):
                 raise Unsupported(f"{t.name}: action {spec.name} takes data wider than 64 bits")
+            if spec.convert is not tuple:
+                ti = objs.table_list.index(t)
+                objs.arg_kinds[(ti, aname)] = arg_kinds(spec)
             objs.actions.setdefault(spec.name, len(objs.actions) + 1)
         if any(k.width > 64 for k in t.keys):
             raise Unsupported(f"{t.name}: a key wider than 64 bits")
@@ -279,11 +302,40 @@ def table_code(objs: ProgramObjects) -> str:
             fn = getattr(spec.fn, "__name__", "")
             if fn not in objs.functions:
                 raise Unsupported(f"{t.name}: action {name} has no generated function")
-            args = ", ".join(["S", "P"] + [f"e->args[{j}]" for j in range(len(spec.params))])
+            kinds = objs.arg_kinds.get((i, name))
+            args = ", ".join(["S", "P"] + [arg_code(j, kinds) for j in range(len(spec.params))])
             lines.append(f"    case {objs.actions[name]}: return {fn}({args});")
         lines += ["    default: return P4R_OK;", "    }", "}"]
         out.append("\n".join(lines))
     return "\n".join(out)
+
+
+def arg_kinds(spec: Any) -> list[tuple[str, int]]:
+    """How the action converts each control-plane argument: ``u`` as is, ``b`` to bool,
+    ``s`` sign-extended from its width. Asked of the interpreter's own converter (all ones
+    in: -1 out means signed, True means bool), so the two engines cannot disagree."""
+    widths = [max(w, 1) for _, w in spec.params]
+    out = spec.convert([(1 << w) - 1 for w in widths])
+    kinds = []
+    for v, w in zip(out, widths, strict=True):
+        if v is True:
+            kinds.append(("b", w))
+        elif v == -1:
+            kinds.append(("s", w))
+        elif v == (1 << w) - 1:
+            kinds.append(("u", w))
+        else:
+            raise Unsupported(f"{spec.name}: an action parameter converted as {v!r}")
+    return kinds
+
+
+def arg_code(j: int, kinds: list[tuple[str, int]] | None) -> str:
+    if kinds is None or kinds[j][0] == "u":
+        return f"e->args[{j}]"
+    kind, w = kinds[j]
+    if kind == "b":
+        return f"(e->args[{j}] != 0)"
+    return f"p4r_sext(e->args[{j}], {w})"
 
 
 def state_code(objs: ProgramObjects) -> str:

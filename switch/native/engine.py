@@ -21,7 +21,14 @@ from ..interp.builder import Pipeline
 from ..interp.pre import PacketReplicationEngine
 from .build import build, load
 from .cprogram import NativeProgram
-from .mirror import NativeCounter, NativePre, NativeRegister, NativeTable, lookup_order
+from .mirror import (
+    NativeCounter,
+    NativePre,
+    NativeRegister,
+    NativeTable,
+    cell_of,
+    lookup_order,
+)
 
 U64, U32 = ctypes.c_uint64, ctypes.c_uint32
 KIND_MASK, KIND_RANGE, KIND_ANY = 0, 1, 2
@@ -117,7 +124,7 @@ class NativeSwitch:
             r.__class__ = NativeRegister
             r._native = (self, i)  # type: ignore[attr-defined]
             if any(values):  # the engine starts with zeroed cells
-                self.reg_bulk(i, r.size, [v & r._mask for v in values])
+                self.reg_bulk(i, r.size, [cell_of(r, v) for v in values])
         for i, c in enumerate(objs.counter_list):
             pk = list(c.__dict__.pop("packets", [0] * c.size))
             by = list(c.__dict__.pop("bytes", [0] * c.size))

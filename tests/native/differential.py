@@ -129,7 +129,10 @@ def random_control_op(rng: random.Random, pipeline: Pipeline, pool: list[int]) -
         name = rng.choice(sorted(pipeline.registers))
         reg = pipeline.registers[name]
         idx = rng.choice([0, reg.size - 1, rng.randrange(max(reg.size, 1)), reg.size])
-        return Op("reg", (name, idx, rng.choice([0, 1, rng.getrandbits(reg.width)])))
+        values = [0, 1, rng.getrandbits(reg.width)]
+        if reg.signed:  # negative values are accepted for int<W> registers
+            values += [-1, -(1 << (reg.width - 1)), -rng.getrandbits(reg.width - 1)]
+        return Op("reg", (name, idx, rng.choice(values)))
     g = rng.choice([1, 2, 3, 256, 257])
     if r < 0.8:
         return Op("grp_create", (g,))

@@ -31,6 +31,7 @@ programs = [
     (root / "p4src" / "dense.p4", [root / "p4src" / "include"]),
     (root / "bmv2_tests" / "table_l3_router.p4", [root / "bmv2_tests"]),
     (root / "bmv2_tests" / "parser_header_union.p4", [root / "bmv2_tests"]),
+    (root / "tests" / "native" / "p4" / "signed_ops.p4", [root / "bmv2_tests"]),
 ]
 rng = random.Random(7)
 total = 0
@@ -99,4 +100,4 @@ def test_malformed_packets_under_asan_and_ubsan(tmp_path: Path) -> None:
     report = run.stderr[-4000:]
     assert run.returncode == 0, report
     assert "runtime error" not in run.stderr and "AddressSanitizer" not in run.stderr, report
-    assert "fuzzed 3600" in run.stdout
+    assert "fuzzed 4800" in run.stdout
