@@ -118,10 +118,30 @@ class ExprTx:
                 return f"({res} >> 1)"
         raise Unsupported("a subscript of " + ast.unparse(base))
 
-    def slot(self, s: ast.expr) -> int:
+    def slot(self, s: ast.expr) -> str:
         if isinstance(s, ast.Constant) and isinstance(s.value, int):
-            return s.value
-        raise Unsupported("a run-time storage index (header stack element)")
+            return str(s.value)
+        # S[IX[i]]: a field of the header stack element picked at run time. IX lists the
+        # field's slot in each element, then in the scratch element that out-of-range indexes
+        # go to (the interpreter bounds i before). Indexing follows Python's tuple rules: a
+        # negative index counts from the end, anything else out of range is a fault.
+        if isinstance(s, ast.Subscript) and isinstance(s.value, ast.Name):
+            name = s.value.id
+            table = self.objects.pipeline.namespace.get(name)
+            if (
+                isinstance(table, tuple)
+                and table
+                and all(isinstance(x, int) and not isinstance(x, bool) for x in table)
+            ):
+                cname = self.objects.note_ix(name, table)
+                n = len(table)
+                i = self.expr(s.slice)
+                wrap = f"if ((int64_t)_j < 0) _j += {n}; " if self.neg(s.slice) else ""
+                return (
+                    f"({{ uint64_t _j = {i}; {wrap}if (_j >= {n}) "
+                    f"{{ _rc = P4R_FAULT; {self.raise_code()} }} {cname}[_j]; }})"
+                )
+        raise Unsupported("a run-time storage index " + ast.unparse(s))
 
     # ------------------------------------------------------------------ operators
     def x_BinOp(self, e: ast.BinOp) -> str:

@@ -61,6 +61,7 @@ class ProgramObjects:
     # per table action: how each control-plane argument becomes the action's value
     arg_kinds: dict[tuple[int, str], list[tuple[str, int]]] = field(default_factory=dict)
     signs: Any = None  # csigns.Signs, once the module is parsed
+    ix_tables: dict[str, tuple[int, ...]] = field(default_factory=dict)  # header stack slots
 
     def table_id(self, name: str) -> int | None:
         return self.tables.get(name)
@@ -81,6 +82,11 @@ class ProgramObjects:
 
     def note_emit(self, n: int) -> None:
         self.emit_total += n
+
+    def note_ix(self, name: str, table: tuple[int, ...]) -> str:
+        """The C array of a header stack field's slots per element (``S[IX[i]]``)."""
+        self.ix_tables[name] = table
+        return f"P4R_{name}"
 
     def note_bitbuf(self, nbits: int) -> None:
         self.bitbuf_max = max(self.bitbuf_max, nbits)
@@ -167,6 +173,10 @@ def generate(pipeline: Pipeline) -> NativeProgram:
     parts.append(resources.files(__package__).joinpath("runtime/p4r_types.c").read_text())
     parts.append(counter_code(objs))
     parts += protos
+    parts += [
+        f"static const uint32_t P4R_{n}[] = {{{', '.join(map(str, t))}}};"
+        for n, t in objs.ix_tables.items()
+    ]
     parts += [
         f"static int p4r_tbl_{i}(uint64_t *S, p4r_pkt *P, uint64_t *_res);"
         for i in range(len(objs.table_list))

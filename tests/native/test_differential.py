@@ -58,7 +58,7 @@ BMV2_PROGRAMS = [
 
 # programs written for this test (tests/native/p4/), each aimed at one construct's edges
 OWN = Path(__file__).resolve().parent / "p4"
-OWN_PROGRAMS = ["signed_ops"]
+OWN_PROGRAMS = ["signed_ops", "stack_ops"]
 
 
 def _pair(path: Path, options: CompileOptions, seed: int = 0) -> tuple[object, object]:
@@ -115,8 +115,9 @@ def test_bmv2_programs_agree(name: str, seed: int) -> None:
 
 
 def _edge_frames(rng: random.Random, n: int, length: int) -> list[bytes]:
-    """Frames of the bytes where signed arithmetic has its edges (0, 0x7f, 0x80, 0xff)."""
-    edges = [0x00, 0x01, 0x7F, 0x80, 0xFF, 0xFE]
+    """Frames of the bytes where arithmetic has its edges (0, 0x7f, 0x80, 0xff) and of small
+    numbers (stack indexes, operation codes, bottom-of-stack bits)."""
+    edges = [0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x7F, 0x80, 0xFF, 0xFE]
     return [
         bytes(
             rng.choice(edges) if rng.random() < 0.7 else rng.getrandbits(8) for _ in range(length)
