@@ -158,6 +158,8 @@ class ExprTx:
         if op is ast.BitAnd and (view := self.view_of(e.left)) is not None:
             if isinstance(e.right, ast.Constant):
                 return self.view_bits(view, ast.Constant(0), e.right.value)
+        if op is ast.RShift and (peek := self.lookahead(e.left, e.right)) is not None:
+            return peek
         a, b = self.expr(e.left), self.expr(e.right)
         if op in (ast.Mod, ast.FloorDiv) and (self.neg(e.left) or self.neg(e.right)):
             raise Unsupported(f"a signed division ({ast.unparse(e)})")
@@ -272,9 +274,53 @@ class ExprTx:
         f = e.func
         if isinstance(f, ast.Name) and f.id in ("min", "max") and not e.keywords:
             return self.saturate(e)
+        if (
+            isinstance(f, ast.Attribute)
+            and f.attr == "match"
+            and isinstance(f.value, ast.Name)
+            and (vs := self.objects.vsets.get(f.value.id)) is not None
+            and len(e.args) == 1
+            and isinstance(e.args[0], ast.Tuple)
+        ):
+            # a parser value set (select on it): the members live in the engine (mirror.py)
+            keys = [self.expr(k) for k in e.args[0].elts]
+            nf = len(keys)
+            return (
+                f"({{ const uint64_t _vk[{max(nf, 1)}] = {{{', '.join(keys) or '0'}}}; "
+                f"p4r_vs_match(P->E, {vs}, _vk, {nf}); }})"
+            )
         if isinstance(f, ast.Name) and f.id == "int" and len(e.args) == 1 and not e.keywords:
             return self.expr(e.args[0])  # int(bool): slots hold bools as 0 and 1
         return self.call_value(e)
+
+    def lookahead(self, e: ast.expr, shift: ast.expr) -> str | None:
+        """``int.from_bytes(P.data[P.pos:P.pos + N], 'big') >> K``: the parser's lookahead."""
+        if not (
+            isinstance(e, ast.Call)
+            and ast.unparse(e.func) == "int.from_bytes"
+            and len(e.args) == 2
+            and isinstance(e.args[0], ast.Subscript)
+            and ast.unparse(e.args[0].value) == "P.data"
+            and isinstance(e.args[0].slice, ast.Slice)
+            and isinstance(shift, ast.Constant)
+        ):
+            return None
+        sl = e.args[0].slice
+        if sl.lower is None or sl.upper is None or sl.step is not None:
+            return None
+        n = _int_of(sl.upper.right) if isinstance(sl.upper, ast.BinOp) else None
+        if not (
+            isinstance(sl.upper, ast.BinOp)
+            and isinstance(sl.upper.op, ast.Add)
+            and ast.unparse(sl.upper.left) == ast.unparse(sl.lower)
+            and n is not None
+        ):
+            raise Unsupported(f"the packet read {ast.unparse(e)}")
+        k = int(shift.value)
+        if n > 8 or n * 8 - k > 64:
+            raise Unsupported(f"a lookahead wider than 64 bits ({ast.unparse(e)})")
+        lo = self.expr(sl.lower)
+        return f"p4r_peek(P->data, P->len, {lo}, {lo} + {n}, {k})"
 
     def saturate(self, e: ast.Call) -> str:
         """The interpreter's saturating operators (|+|, |-|), the only min/max it writes."""

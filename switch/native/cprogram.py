@@ -15,7 +15,7 @@ from importlib import resources
 from typing import Any
 
 from ..interp.builder import Pipeline
-from ..interp.externs import Counter, Register
+from ..interp.externs import Counter, Register, ValueSet
 from ..interp.tables import Table
 from .cexprs import U64, Unsupported, const
 from .csigns import Signs
@@ -62,6 +62,8 @@ class ProgramObjects:
     arg_kinds: dict[tuple[int, str], list[tuple[str, int]]] = field(default_factory=dict)
     signs: Any = None  # csigns.Signs, once the module is parsed
     ix_tables: dict[str, tuple[int, ...]] = field(default_factory=dict)  # header stack slots
+    vsets: dict[str, int] = field(default_factory=dict)  # namespace name -> C index
+    vset_list: list[ValueSet] = field(default_factory=list)
 
     def table_id(self, name: str) -> int | None:
         return self.tables.get(name)
@@ -170,6 +172,10 @@ def generate(pipeline: Pipeline) -> NativeProgram:
         stage_fns[stage] = fn
     parts = [prelude(pipeline, objs, stage_fns)]
     parts.append(resources.files(__package__).joinpath("runtime/p4r_runtime.c").read_text())
+    sizes = ", ".join(str(v.size) for v in objs.vset_list) or "0"
+    nfields = ", ".join(str(len(v.widths)) for v in objs.vset_list) or "0"
+    parts.append(f"static const uint32_t P4R_VS_SIZE[] = {{{sizes}}};")
+    parts.append(f"static const uint32_t P4R_VS_FIELDS[] = {{{nfields}}};")
     parts.append(resources.files(__package__).joinpath("runtime/p4r_types.c").read_text())
     parts.append(counter_code(objs))
     parts += protos
@@ -206,8 +212,6 @@ def check_objects(pipeline: Pipeline, objs: ProgramObjects) -> None:
         raise Unsupported(f"{pipeline.name}: direct counters")
     if pipeline.profiles:
         raise Unsupported(f"{pipeline.name}: action profiles and selectors")
-    if pipeline.value_sets:
-        raise Unsupported(f"{pipeline.name}: parser value sets")
     objs.signed_slots = set(getattr(pipeline.storage, "signed", ()))
     for v in pipeline.storage.init:
         if not isinstance(v, (bool, int)):
@@ -224,6 +228,11 @@ def check_objects(pipeline: Pipeline, objs: ProgramObjects) -> None:
         elif isinstance(obj, Counter):
             objs.counters[name] = len(objs.counter_list)
             objs.counter_list.append(obj)
+        elif isinstance(obj, ValueSet):
+            if any(w > 64 for w in obj.widths):
+                raise Unsupported(f"{obj.name}: a value set field wider than 64 bits")
+            objs.vsets[name] = len(objs.vset_list)
+            objs.vset_list.append(obj)
     for name in ns:
         if name.endswith("_CELLS") and name[: -len("_CELLS")] in objs.registers:
             objs.cells[name] = objs.registers[name[: -len("_CELLS")]]
@@ -245,6 +254,9 @@ def check_objects(pipeline: Pipeline, objs: ProgramObjects) -> None:
     for r in pipeline.registers.values():
         if r not in objs.register_list:
             raise Unsupported(f"{r.name}: a register the generated code does not name")
+    for v in pipeline.value_sets.values():
+        if v not in objs.vset_list:
+            raise Unsupported(f"{v.name}: a value set the generated code does not name")
     for c in pipeline.counters.values():
         if c not in objs.counter_list:
             raise Unsupported(f"{c.name}: a counter the generated code does not name")
@@ -263,6 +275,7 @@ def prelude(pipeline: Pipeline, objs: ProgramObjects, stage_fns: dict[str, str])
         f"#define P4R_NTABLES {len(objs.table_list)}",
         f"#define P4R_NREGS {len(objs.register_list)}",
         f"#define P4R_NCTRS {len(objs.counter_list)}",
+        f"#define P4R_NVS {len(objs.vset_list)}",
         f"#define P4R_MAX_KEYS {nkeys}",
         f"#define P4R_MAX_ARGS {nargs}",
         f"#define P4R_OUT_MAX {max(objs.emit_total, 64)}",
@@ -357,7 +370,11 @@ def state_code(objs: ProgramObjects) -> str:
         n = max(c.size, 1)
         lines.append(f"    if (!(E->ctr_pk[{i}] = calloc({n}, 8))) return -1;")
         lines.append(f"    if (!(E->ctr_by[{i}] = calloc({n}, 8))) return -1;")
+    for i, v in enumerate(objs.vset_list):
+        n = max(v.size, 1) * 2 * max(len(v.widths), 1)
+        lines.append(f"    if (!(E->vs[{i}] = calloc({n}, 8))) return -1;")
     lines += ["    return 0;", "}", "static void p4r_free_state(p4r_engine *E) {"]
+    lines.append(f"    for (int i = 0; i < {len(objs.vset_list)}; i++) free(E->vs[i]);")
     lines.append(f"    for (int i = 0; i < {len(objs.register_list)}; i++) free(E->reg[i]);")
     lines.append(f"    for (int i = 0; i < {len(objs.counter_list)}; i++) {{")
     lines.append("        free(E->ctr_pk[i]); free(E->ctr_by[i]);")

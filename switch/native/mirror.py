@@ -13,7 +13,7 @@ import ctypes
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..interp.externs import Counter, ExternError, Register, _check_index
+from ..interp.externs import Counter, ExternError, Register, ValueSet, _check_index
 from ..interp.pre import PacketReplicationEngine
 from ..interp.tables import Table, TableEntry
 
@@ -188,6 +188,31 @@ class NativeRegister(Register):
     def reset(self) -> None:
         eng, r = self._native
         eng.reg_bulk(r, self.size, [0] * self.size)
+
+
+class NativeValueSet(ValueSet):
+    """A parser value set whose members are mirrored into the engine after every change
+    (``add``, ``clear``, or the P4Runtime reconcile's ``members = [...]``)."""
+
+    _native: Any  # (engine, value set index)
+
+    @property  # type: ignore[override]
+    def members(self) -> list[tuple[tuple[int, int], ...]]:
+        return self.__dict__.setdefault("_members", [])
+
+    @members.setter
+    def members(self, value: list[tuple[tuple[int, int], ...]]) -> None:
+        self.__dict__["_members"] = list(value)
+        self._sync()
+
+    def add(self, member: list[tuple[int, int]]) -> None:
+        super().add(member)
+        self._sync()
+
+    def _sync(self) -> None:
+        native = getattr(self, "_native", None)
+        if native is not None:
+            native[0].vs_set(native[1], self.members)
 
 
 def cell_of(reg: Register, value: int) -> int:

@@ -54,11 +54,17 @@ BMV2_PROGRAMS = [
     "arith_signed_cmp",
     "arith_wrap",
     "register_int16",
+    # run-time header stack indexes, lookahead, parser value sets
+    "parser_stack",
+    "parser_stack_push_pop",
+    "err_stack_out_of_bounds",
+    "parser_lookahead",
+    "parser_value_set",
 ]
 
 # programs written for this test (tests/native/p4/), each aimed at one construct's edges
 OWN = Path(__file__).resolve().parent / "p4"
-OWN_PROGRAMS = ["signed_ops", "stack_ops"]
+OWN_PROGRAMS = ["signed_ops", "stack_ops", "parser_ops"]
 
 
 def _pair(path: Path, options: CompileOptions, seed: int = 0) -> tuple[object, object]:

@@ -59,6 +59,8 @@ typedef struct p4r_engine {
     p4r_table tables[P4R_NTABLES + 1];
     uint64_t *reg[P4R_NREGS + 1];
     uint64_t *ctr_pk[P4R_NCTRS + 1], *ctr_by[P4R_NCTRS + 1];
+    uint64_t *vs[P4R_NVS + 1]; /* parser value sets: (value, mask) per field per member */
+    uint32_t vs_n[P4R_NVS + 1];
     p4r_group *groups[P4R_MAX_GROUP];
     uint32_t mt[624];
     int mti;
