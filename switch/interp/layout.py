@@ -110,6 +110,7 @@ class Storage:
     header_slots: set[int] = field(default_factory=set)
     names: list[str] = field(default_factory=list)  # for traces and debugging
     owner: dict[int, HeaderL] = field(default_factory=dict)  # field slot -> its header
+    signed: set[int] = field(default_factory=set)  # slots of int<W> values (the native engine)
 
     def new_slot(self, value: Any, name: str, in_header: bool) -> int:
         self.init.append(value)
@@ -123,10 +124,7 @@ class Storage:
         b = T.strip_newtype(t)
         if isinstance(b, T.StructT) and b.kind == "header":
             valid = self.new_slot(False, f"{name}.$valid$", True)
-            fields = {
-                f: Scalar(self.new_slot(zero_of(ft), f"{name}.{f}", True), ft)
-                for f, ft in b.fields.items()
-            }
+            fields = {f: self.scalar(ft, f"{name}.{f}", True) for f, ft in b.fields.items()}
             header = HeaderL(b, valid, fields)
             for f in fields.values():
                 self.owner[f.slot] = header
@@ -148,7 +146,16 @@ class Storage:
             return StackL(b, elems, self.new_slot(0, f"{name}.nextIndex", True))
         if isinstance(b, T.TupleT):
             return TupleL([self.alloc(e, f"{name}[{i}]", in_header) for i, e in enumerate(b.elems)])
-        return Scalar(self.new_slot(zero_of(t), name, in_header), t)
+        return self.scalar(t, name, in_header)
+
+    def scalar(self, t: T.Type, name: str, in_header: bool) -> Scalar:
+        slot = self.new_slot(zero_of(t), name, in_header)
+        b = T.strip_newtype(t)
+        if isinstance(b, T.EnumT) and b.underlying is not None:
+            b = b.underlying
+        if isinstance(b, T.Bits) and b.signed:
+            self.signed.add(slot)
+        return Scalar(slot, t)
 
     def metadata_slots(self) -> list[int]:
         return [i for i in range(len(self.init)) if i not in self.header_slots]

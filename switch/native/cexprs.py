@@ -5,8 +5,10 @@ Python the interpreter's builder generated from it (``Pipeline.source``), whose 
 docs/interpreter.md fixes. That code only ever holds unsigned values below 2^W for a W-bit
 field, and it brings every arithmetic result back into its type's range where it is produced
 (``(a + b) & 0xFFFF``). For W <= 64 that makes C's arithmetic modulo 2^64 give the same bits:
-masking commutes with it. What would not (signed values, widths over 64 bits, division,
-saturating operators, anything not recognised) is refused with ``Unsupported``.
+masking commutes with it. Signed ``int<W>`` values are held as their 64-bit two's complement;
+where the sign matters (ordering, right shifts, saturation) csigns.py says which operands may
+be negative. What does not fit (widths over 64 bits, division by a run-time or signed divisor,
+anything not recognised) is refused with ``Unsupported``.
 """
 
 from __future__ import annotations
@@ -28,9 +30,21 @@ class Unsupported(Exception):
 
 
 def const(v: int) -> str:
-    if v < 0 or v > U64:
-        raise Unsupported(f"the value {v} (signed or wider than 64 bits)")
+    if v < -(1 << 63) or v > U64:
+        raise Unsupported(f"the value {v} (wider than 64 bits)")
+    if v < 0:  # an int<W> value: its 64-bit two's complement (csigns.py)
+        return f"UINT64_C({v & U64})"
     return f"UINT64_C({v})" if v > 0x7FFFFFFF else str(v)
+
+
+def _int_of(e: ast.expr) -> int | None:
+    """The value of an integer literal, ``-N`` included."""
+    if isinstance(e, ast.Constant) and isinstance(e.value, int) and not isinstance(e.value, bool):
+        return e.value
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+        v = _int_of(e.operand)
+        return -v if v is not None else None
+    return None
 
 
 def mask_width(m: int) -> int | None:
@@ -104,10 +118,30 @@ class ExprTx:
                 return f"({res} >> 1)"
         raise Unsupported("a subscript of " + ast.unparse(base))
 
-    def slot(self, s: ast.expr) -> int:
+    def slot(self, s: ast.expr) -> str:
         if isinstance(s, ast.Constant) and isinstance(s.value, int):
-            return s.value
-        raise Unsupported("a run-time storage index (header stack element)")
+            return str(s.value)
+        # S[IX[i]]: a field of the header stack element picked at run time. IX lists the
+        # field's slot in each element, then in the scratch element that out-of-range indexes
+        # go to (the interpreter bounds i before). Indexing follows Python's tuple rules: a
+        # negative index counts from the end, anything else out of range is a fault.
+        if isinstance(s, ast.Subscript) and isinstance(s.value, ast.Name):
+            name = s.value.id
+            table = self.objects.pipeline.namespace.get(name)
+            if (
+                isinstance(table, tuple)
+                and table
+                and all(isinstance(x, int) and not isinstance(x, bool) for x in table)
+            ):
+                cname = self.objects.note_ix(name, table)
+                n = len(table)
+                i = self.expr(s.slice)
+                wrap = f"if ((int64_t)_j < 0) _j += {n}; " if self.neg(s.slice) else ""
+                return (
+                    f"({{ uint64_t _j = {i}; {wrap}if (_j >= {n}) "
+                    f"{{ _rc = P4R_FAULT; {self.raise_code()} }} {cname}[_j]; }})"
+                )
+        raise Unsupported("a run-time storage index " + ast.unparse(s))
 
     # ------------------------------------------------------------------ operators
     def x_BinOp(self, e: ast.BinOp) -> str:
@@ -124,7 +158,18 @@ class ExprTx:
         if op is ast.BitAnd and (view := self.view_of(e.left)) is not None:
             if isinstance(e.right, ast.Constant):
                 return self.view_bits(view, ast.Constant(0), e.right.value)
+        if op is ast.RShift and (peek := self.lookahead(e.left, e.right)) is not None:
+            return peek
         a, b = self.expr(e.left), self.expr(e.right)
+        if op in (ast.Mod, ast.FloorDiv) and (self.neg(e.left) or self.neg(e.right)):
+            raise Unsupported(f"a signed division ({ast.unparse(e)})")
+        if op is ast.Sub:
+            # wraps modulo 2^64: a negative result is its two's complement (csigns.py)
+            return f"({a} - {b})"
+        if op is ast.RShift and self.neg(e.left):
+            if isinstance(e.right, ast.Constant) and 0 <= e.right.value < 64:
+                return f"((uint64_t)((int64_t){a} >> {b}))"
+            return f"p4r_sar({a}, {b})"
         if op is ast.Add:
             return f"({a} + {b})"
         if op is ast.Mult:
@@ -147,14 +192,20 @@ class ExprTx:
             if isinstance(e.right, ast.Constant) and 0 <= e.right.value < 64:
                 return f"({a} >> {b})"
             return f"p4r_shr({a}, {b})"
-        if op is ast.Sub:
-            raise Unsupported(f"signed arithmetic ({ast.unparse(e)})")
         raise Unsupported(f"the operator {type(e.op).__name__} in {ast.unparse(e)}")
 
     def x_UnaryOp(self, e: ast.UnaryOp) -> str:
         if isinstance(e.op, ast.Not):
             return f"(!{self.expr(e.operand)})"
-        raise Unsupported(f"the unary operator {type(e.op).__name__} (signed arithmetic)")
+        if isinstance(e.op, ast.USub):
+            return f"(UINT64_C(0) - {self.expr(e.operand)})"
+        if isinstance(e.op, ast.Invert):
+            return f"(~(uint64_t){self.expr(e.operand)})"
+        raise Unsupported(f"the unary operator {type(e.op).__name__}")
+
+    def neg(self, e: ast.expr) -> bool:
+        """Whether ``e`` may be negative (an int<W> value): see csigns.py."""
+        return self.objects.signs.neg(e, self.fn.name)
 
     def x_BoolOp(self, e: ast.BoolOp) -> str:
         op = " && " if isinstance(e.op, ast.And) else " || "
@@ -173,7 +224,9 @@ class ExprTx:
                 raise Unsupported(f"the comparison {type(op).__name__}")
             lhs = self.compare_operand(left)
             rhs = self.compare_operand(right)
-            if lhs == "0" and sym == "<=":
+            if sym not in ("==", "!=") and (self.neg(left) or self.neg(right)):
+                parts.append(f"((int64_t){lhs} {sym} (int64_t){rhs})")
+            elif lhs == "0" and sym == "<=":
                 parts.append("1")  # 0 <= unsigned: always true (avoids a compiler warning)
             else:
                 parts.append(f"({lhs} {sym} {rhs})")
@@ -220,7 +273,91 @@ class ExprTx:
         raise Unsupported(f"the attribute {ast.unparse(e)}")
 
     def x_Call(self, e: ast.Call) -> str:
+        f = e.func
+        if isinstance(f, ast.Name) and f.id in ("min", "max") and not e.keywords:
+            return self.saturate(e)
+        if (
+            isinstance(f, ast.Attribute)
+            and f.attr == "match"
+            and isinstance(f.value, ast.Name)
+            and (vs := self.objects.vsets.get(f.value.id)) is not None
+            and len(e.args) == 1
+            and isinstance(e.args[0], ast.Tuple)
+        ):
+            # a parser value set (select on it): the members live in the engine (mirror.py)
+            keys = [self.expr(k) for k in e.args[0].elts]
+            nf = len(keys)
+            return (
+                f"({{ const uint64_t _vk[{max(nf, 1)}] = {{{', '.join(keys) or '0'}}}; "
+                f"p4r_vs_match(P->E, {vs}, _vk, {nf}); }})"
+            )
+        if isinstance(f, ast.Name) and f.id == "int" and len(e.args) == 1 and not e.keywords:
+            return self.expr(e.args[0])  # int(bool): slots hold bools as 0 and 1
         return self.call_value(e)
+
+    def lookahead(self, e: ast.expr, shift: ast.expr) -> str | None:
+        """``int.from_bytes(P.data[P.pos:P.pos + N], 'big') >> K``: the parser's lookahead."""
+        if not (
+            isinstance(e, ast.Call)
+            and ast.unparse(e.func) == "int.from_bytes"
+            and len(e.args) == 2
+            and isinstance(e.args[0], ast.Subscript)
+            and ast.unparse(e.args[0].value) == "P.data"
+            and isinstance(e.args[0].slice, ast.Slice)
+            and isinstance(shift, ast.Constant)
+        ):
+            return None
+        sl = e.args[0].slice
+        if sl.lower is None or sl.upper is None or sl.step is not None:
+            return None
+        n = _int_of(sl.upper.right) if isinstance(sl.upper, ast.BinOp) else None
+        if not (
+            isinstance(sl.upper, ast.BinOp)
+            and isinstance(sl.upper.op, ast.Add)
+            and ast.unparse(sl.upper.left) == ast.unparse(sl.lower)
+            and n is not None
+        ):
+            raise Unsupported(f"the packet read {ast.unparse(e)}")
+        k = int(shift.value)
+        if n > 8 or n * 8 - k > 64:
+            raise Unsupported(f"a lookahead wider than 64 bits ({ast.unparse(e)})")
+        lo = self.expr(sl.lower)
+        return f"p4r_peek(P->data, P->len, {lo}, {lo} + {n}, {k})"
+
+    def saturate(self, e: ast.Call) -> str:
+        """The interpreter's saturating operators (|+|, |-|), the only min/max it writes."""
+        f = e.func.id  # type: ignore[attr-defined]
+        args = e.args
+        if len(args) != 2:
+            raise Unsupported(f"the call {ast.unparse(e)}")
+        inner, bound = args
+        # signed: min(max(a op b, -h), h - 1), computed exactly in 128 bits
+        if (
+            f == "min"
+            and isinstance(inner, ast.Call)
+            and isinstance(inner.func, ast.Name)
+            and inner.func.id == "max"
+            and len(inner.args) == 2
+            and isinstance(inner.args[0], ast.BinOp)
+            and isinstance(inner.args[0].op, (ast.Add, ast.Sub))
+        ):
+            lo, hi = _int_of(inner.args[1]), _int_of(bound)
+            if lo is not None and hi is not None and -(1 << 63) <= lo <= hi < (1 << 63):
+                x = inner.args[0]
+                op = "+" if isinstance(x.op, ast.Add) else "-"
+                a, b = self.expr(x.left), self.expr(x.right)
+                wide = f"((__int128)(int64_t){a} {op} (__int128)(int64_t){b})"
+                return f"p4r_clamp({wide}, INT64_C({lo}), INT64_C({hi}))"
+        # unsigned: min(a + b, 2^W - 1) and max(a - b, 0)
+        if isinstance(inner, ast.BinOp) and not (self.neg(inner.left) or self.neg(inner.right)):
+            m = _int_of(bound)
+            if f == "min" and isinstance(inner.op, ast.Add) and m is not None and 0 <= m <= U64:
+                a, b = self.expr(inner.left), self.expr(inner.right)
+                return f"p4r_addsat_u({a}, {b}, {const(m)})"
+            if f == "max" and isinstance(inner.op, ast.Sub) and m == 0:
+                a, b = self.expr(inner.left), self.expr(inner.right)
+                return f"p4r_subsat_u({a}, {b})"
+        raise Unsupported(f"the call {ast.unparse(e)}")
 
     # ------------------------------------------------------------------ parser views
     def view_of(self, e: ast.expr) -> tuple[str, str] | None:

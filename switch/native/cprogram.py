@@ -15,9 +15,10 @@ from importlib import resources
 from typing import Any
 
 from ..interp.builder import Pipeline
-from ..interp.externs import Counter, Meter, Register
+from ..interp.externs import Counter, Meter, Register, ValueSet
 from ..interp.tables import Table
 from .cexprs import U64, Unsupported, const
+from .csigns import Signs
 from .cstmts import StmtTx
 
 GENERATOR_VERSION = "3"
@@ -60,6 +61,15 @@ class ProgramObjects:
     event_sites: list[tuple[str, str, str, tuple[bool, ...]]] = field(default_factory=list)
     emit_total: int = 0
     bitbuf_max: int = 64
+    signed_slots: set[int] = field(default_factory=set)  # slots of int<W> values
+    signed_cells: set[str] = field(default_factory=set)  # X_CELLS of signed registers
+    signed_params: dict[str, set[str]] = field(default_factory=dict)  # fn -> its int<W> params
+    # per table action: how each control-plane argument becomes the action's value
+    arg_kinds: dict[tuple[int, str], list[tuple[str, int]]] = field(default_factory=dict)
+    signs: Any = None  # csigns.Signs, once the module is parsed
+    ix_tables: dict[str, tuple[int, ...]] = field(default_factory=dict)  # header stack slots
+    vsets: dict[str, int] = field(default_factory=dict)  # namespace name -> C index
+    vset_list: list[ValueSet] = field(default_factory=list)
 
     def table_id(self, name: str) -> int | None:
         return self.tables.get(name)
@@ -90,6 +100,11 @@ class ProgramObjects:
 
     def note_emit(self, n: int) -> None:
         self.emit_total += n
+
+    def note_ix(self, name: str, table: tuple[int, ...]) -> str:
+        """The C array of a header stack field's slots per element (``S[IX[i]]``)."""
+        self.ix_tables[name] = table
+        return f"P4R_{name}"
 
     def note_bitbuf(self, nbits: int) -> None:
         self.bitbuf_max = max(self.bitbuf_max, nbits)
@@ -140,6 +155,16 @@ def generate(pipeline: Pipeline) -> NativeProgram:
                     objs.value_fns.add(f.name)
         if f.name in objs.states:
             objs.value_fns.add(f.name)
+    for (ti, name), kinds in objs.arg_kinds.items():
+        spec = objs.table_list[ti].actions[name]
+        fn = getattr(spec.fn, "__name__", "")
+        fdef = next((f for f in fdefs if f.name == fn), None)
+        if fdef is not None:
+            params = [a.arg for a in fdef.args.args][2:]
+            for p, (kind, _) in zip(params, kinds, strict=False):
+                if kind == "s":
+                    objs.signed_params.setdefault(fn, set()).add(p)
+    objs.signs = Signs(objs, fdefs)
     for t in objs.table_list:
         kf = getattr(t.key_fn, "__name__", None)
         if t.keys:
@@ -170,8 +195,17 @@ def generate(pipeline: Pipeline) -> NativeProgram:
     parts.append(resources.files(__package__).joinpath("runtime/p4r_runtime.c").read_text())
     parts.append(meter_decls(objs))
     parts.append(resources.files(__package__).joinpath("runtime/p4r_externs.c").read_text())
+    sizes = ", ".join(str(v.size) for v in objs.vset_list) or "0"
+    nfields = ", ".join(str(len(v.widths)) for v in objs.vset_list) or "0"
+    parts.append(f"static const uint32_t P4R_VS_SIZE[] = {{{sizes}}};")
+    parts.append(f"static const uint32_t P4R_VS_FIELDS[] = {{{nfields}}};")
+    parts.append(resources.files(__package__).joinpath("runtime/p4r_types.c").read_text())
     parts.append(counter_code(objs))
     parts += protos
+    parts += [
+        f"static const uint32_t P4R_{n}[] = {{{', '.join(map(str, t))}}};"
+        for n, t in objs.ix_tables.items()
+    ]
     parts += [
         f"static int p4r_tbl_{i}(uint64_t *S, p4r_pkt *P, uint64_t *_res);"
         for i in range(len(objs.table_list))
@@ -233,8 +267,7 @@ def check_objects(pipeline: Pipeline, objs: ProgramObjects) -> None:
     ns = pipeline.namespace
     if pipeline.profiles:
         raise Unsupported(f"{pipeline.name}: action profiles and selectors")
-    if pipeline.value_sets:
-        raise Unsupported(f"{pipeline.name}: parser value sets")
+    objs.signed_slots = set(getattr(pipeline.storage, "signed", ()))
     for v in pipeline.storage.init:
         if not isinstance(v, (bool, int)):
             raise Unsupported(f"{pipeline.name}: varbit fields")
@@ -243,8 +276,8 @@ def check_objects(pipeline: Pipeline, objs: ProgramObjects) -> None:
             objs.tables[name] = len(objs.table_list)
             objs.table_list.append(obj)
         elif isinstance(obj, Register):
-            if obj.signed or obj.width > 64:
-                raise Unsupported(f"{obj.name}: a signed register or one wider than 64 bits")
+            if obj.width > 64:
+                raise Unsupported(f"{obj.name}: a register wider than 64 bits")
             objs.registers[name] = len(objs.register_list)
             objs.register_list.append(obj)
         elif isinstance(obj, Counter):
@@ -253,24 +286,35 @@ def check_objects(pipeline: Pipeline, objs: ProgramObjects) -> None:
         elif isinstance(obj, Meter):
             objs.meters[name] = len(objs.meter_list)
             objs.meter_list.append(obj)
+        elif isinstance(obj, ValueSet):
+            if any(w > 64 for w in obj.widths):
+                raise Unsupported(f"{obj.name}: a value set field wider than 64 bits")
+            objs.vsets[name] = len(objs.vset_list)
+            objs.vset_list.append(obj)
     for name in ns:
         if name.endswith("_CELLS") and name[: -len("_CELLS")] in objs.registers:
             objs.cells[name] = objs.registers[name[: -len("_CELLS")]]
+            if objs.register_list[objs.cells[name]].signed:
+                objs.signed_cells.add(name)
     for t in pipeline.tables.values():
         if t not in objs.table_list:
             objs.tables[f"<{t.name}>"] = len(objs.table_list)
             objs.table_list.append(t)
-        for spec in t.actions.values():
-            if spec.convert is not tuple:
-                raise Unsupported(f"{t.name}: action {spec.name} takes bool or signed data")
+        for aname, spec in t.actions.items():
             if any(w > 64 for _, w in spec.params):
                 raise Unsupported(f"{t.name}: action {spec.name} takes data wider than 64 bits")
+            if spec.convert is not tuple:
+                ti = objs.table_list.index(t)
+                objs.arg_kinds[(ti, aname)] = arg_kinds(spec)
             objs.actions.setdefault(spec.name, len(objs.actions) + 1)
         if any(k.width > 64 for k in t.keys):
             raise Unsupported(f"{t.name}: a key wider than 64 bits")
     for r in pipeline.registers.values():
         if r not in objs.register_list:
             raise Unsupported(f"{r.name}: a register the generated code does not name")
+    for v in pipeline.value_sets.values():
+        if v not in objs.vset_list:
+            raise Unsupported(f"{v.name}: a value set the generated code does not name")
     for c in pipeline.counters.values():
         if c not in objs.counter_list:
             raise Unsupported(f"{c.name}: a counter the generated code does not name")
@@ -294,6 +338,7 @@ def prelude(pipeline: Pipeline, objs: ProgramObjects, stage_fns: dict[str, str])
         f"#define P4R_NCTRS {len(objs.counter_list)}",
         f"#define P4R_NMETERS {len(objs.meter_list)}",
         f"#define P4R_NCRC {len(objs.crcs)}",
+        f"#define P4R_NVS {len(objs.vset_list)}",
         f"#define P4R_MAX_KEYS {nkeys}",
         f"#define P4R_MAX_ARGS {nargs}",
         f"#define P4R_OUT_MAX {max(objs.emit_total, 64)}",
@@ -346,11 +391,40 @@ def table_code(objs: ProgramObjects) -> str:
             fn = getattr(spec.fn, "__name__", "")
             if fn not in objs.functions:
                 raise Unsupported(f"{t.name}: action {name} has no generated function")
-            args = ", ".join(["S", "P"] + [f"e->args[{j}]" for j in range(len(spec.params))])
+            kinds = objs.arg_kinds.get((i, name))
+            args = ", ".join(["S", "P"] + [arg_code(j, kinds) for j in range(len(spec.params))])
             lines.append(f"    case {objs.actions[name]}: return {fn}({args});")
         lines += ["    default: return P4R_OK;", "    }", "}"]
         out.append("\n".join(lines))
     return "\n".join(out)
+
+
+def arg_kinds(spec: Any) -> list[tuple[str, int]]:
+    """How the action converts each control-plane argument: ``u`` as is, ``b`` to bool,
+    ``s`` sign-extended from its width. Asked of the interpreter's own converter (all ones
+    in: -1 out means signed, True means bool), so the two engines cannot disagree."""
+    widths = [max(w, 1) for _, w in spec.params]
+    out = spec.convert([(1 << w) - 1 for w in widths])
+    kinds = []
+    for v, w in zip(out, widths, strict=True):
+        if v is True:
+            kinds.append(("b", w))
+        elif v == -1:
+            kinds.append(("s", w))
+        elif v == (1 << w) - 1:
+            kinds.append(("u", w))
+        else:
+            raise Unsupported(f"{spec.name}: an action parameter converted as {v!r}")
+    return kinds
+
+
+def arg_code(j: int, kinds: list[tuple[str, int]] | None) -> str:
+    if kinds is None or kinds[j][0] == "u":
+        return f"e->args[{j}]"
+    kind, w = kinds[j]
+    if kind == "b":
+        return f"(e->args[{j}] != 0)"
+    return f"p4r_sext(e->args[{j}], {w})"
 
 
 def state_code(objs: ProgramObjects) -> str:
@@ -366,7 +440,11 @@ def state_code(objs: ProgramObjects) -> str:
         lines.append(
             f"    if (!(E->mtr[{i}] = calloc({max(m.size, 1)}, sizeof(p4r_meter)))) return -1;"
         )
+    for i, v in enumerate(objs.vset_list):
+        n = max(v.size, 1) * 2 * max(len(v.widths), 1)
+        lines.append(f"    if (!(E->vs[{i}] = calloc({n}, 8))) return -1;")
     lines += ["    return 0;", "}", "static void p4r_free_state(p4r_engine *E) {"]
+    lines.append(f"    for (int i = 0; i < {len(objs.vset_list)}; i++) free(E->vs[i]);")
     lines.append(f"    for (int i = 0; i < {len(objs.register_list)}; i++) free(E->reg[i]);")
     lines.append(f"    for (int i = 0; i < {len(objs.meter_list)}; i++) free(E->mtr[i]);")
     lines.append(f"    for (int i = 0; i < {len(objs.table_list)}; i++) {{")

@@ -22,7 +22,15 @@ from ..interp.builder import Pipeline
 from ..interp.pre import PacketReplicationEngine
 from .build import build, load
 from .cprogram import NativeProgram
-from .mirror import NativeCounter, NativePre, NativeRegister, NativeTable, lookup_order
+from .mirror import (
+    NativeCounter,
+    NativePre,
+    NativeRegister,
+    NativeTable,
+    NativeValueSet,
+    cell_of,
+    lookup_order,
+)
 from .mirror_externs import (
     KIND_INDEXED,
     assign_cells,
@@ -62,6 +70,8 @@ def _bind(lib: ctypes.CDLL) -> None:
     lib.p4r_reg_set.argtypes = [vp, U32, U32, U64]
     lib.p4r_reg_bulk.argtypes = [vp, U32, U32, ctypes.POINTER(U64), ctypes.POINTER(U64)]
     lib.p4r_ctr_bulk.argtypes = [vp, U32, U32] + [ctypes.POINTER(U64)] * 4
+    lib.p4r_vs_set.argtypes = [vp, U32, U32, ctypes.POINTER(U64)]
+    lib.p4r_vs_set.restype = ctypes.c_int
     lib.p4r_process_batch.argtypes = [
         vp,
         U32,
@@ -145,7 +155,12 @@ class NativeSwitch:
             r.__class__ = NativeRegister
             r._native = (self, i)  # type: ignore[attr-defined]
             if any(values):  # the engine starts with zeroed cells
-                self.reg_bulk(i, r.size, [v & r._mask for v in values])
+                self.reg_bulk(i, r.size, [cell_of(r, v) for v in values])
+        for i, v in enumerate(objs.vset_list):
+            members = list(v.__dict__.pop("members", []))
+            v.__class__ = NativeValueSet
+            v._native = (self, i)  # type: ignore[attr-defined]
+            v.members = members  # the setter pushes them into the engine
         for i, c in enumerate(objs.counter_list):
             pk = list(c.__dict__.pop("packets", [0] * c.size))
             by = list(c.__dict__.pop("bytes", [0] * c.size))
@@ -236,6 +251,12 @@ class NativeSwitch:
         rids = (U32 * max(len(reps), 1))(*[r for _, r in reps])
         if self.lib.p4r_group_set(self._E, g, len(reps), ports, rids) != 0:
             raise MemoryError(f"multicast group {g}: the native engine could not store it")
+
+    def vs_set(self, i: int, members: Sequence[tuple[tuple[int, int], ...]]) -> None:
+        flat = [x for member in members for pair in member for x in pair]
+        data = (U64 * max(len(flat), 1))(*flat)
+        if self.lib.p4r_vs_set(self._E, i, len(members), data) != 0:
+            raise ValueError(f"value set {i}: more members than its size")
 
     def reg_get(self, r: int, i: int) -> int:
         return int(self.lib.p4r_reg_get(self._E, r, i))

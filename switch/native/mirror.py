@@ -13,7 +13,7 @@ import ctypes
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..interp.externs import Counter, ExternError, Register, _check_index
+from ..interp.externs import Counter, ExternError, Register, ValueSet, _check_index
 from ..interp.pre import PacketReplicationEngine
 from ..interp.tables import Table, TableEntry
 
@@ -133,37 +133,46 @@ class NativeRegister(Register):
         eng, r = self._native
         return CellView(
             self.size,
-            lambda i: eng.reg_get(r, i),
-            lambda i, v: eng.reg_set(r, i, v & self._mask),
-            lambda: eng.reg_bulk(r, self.size),
-            lambda vs: eng.reg_bulk(r, self.size, [v & self._mask for v in vs]),
+            lambda i: self._value(eng.reg_get(r, i)),
+            lambda i, v: eng.reg_set(r, i, cell_of(self, v)),
+            lambda: [self._value(v) for v in eng.reg_bulk(r, self.size)],
+            lambda vs: eng.reg_bulk(r, self.size, [cell_of(self, v) for v in vs]),
         )
+
+    def _value(self, cell: int) -> int:
+        """A cell as the interpreter holds it (negative for a signed register)."""
+        return self._wrap(cell) if self.signed else cell
 
     def read(self, index: int) -> int:
         eng, r = self._native
-        return eng.reg_get(r, index) if 0 <= index < self.size else 0
+        return self._value(eng.reg_get(r, index)) if 0 <= index < self.size else 0
 
     def write(self, index: int, value: int) -> None:
         eng, r = self._native
         if 0 <= index < self.size:
-            eng.reg_set(r, index, value & self._mask)
+            eng.reg_set(r, index, cell_of(self, value))
 
     def cp_read(self, index: int) -> int:
         _check_index(self.name, index, self.size)
-        return self.read(index)
+        return self.read(index) & self._mask
 
     def cp_write(self, index: int, value: int) -> None:
         _check_index(self.name, index, self.size)
-        if not 0 <= value <= self._mask:
-            raise ExternError(f"{self.name}: value {value} does not fit in {self.width} bits")
+        self._check_value(value)
         self.write(index, value)
+
+    def _check_value(self, value: int) -> None:
+        if not 0 <= value <= self._mask and not (
+            self.signed and -(1 << (self.width - 1)) <= value < 0
+        ):
+            raise ExternError(f"{self.name}: value {value} does not fit in {self.width} bits")
 
     def cp_fill(self, indexes: list[int], value: int) -> None:
         """``cp_write(i, value)`` for every index, in one engine call (wildcard writes)."""
         for i in (indexes[0], indexes[-1]) if indexes else ():
             _check_index(self.name, i, self.size)
-        if not 0 <= value <= self._mask:
-            raise ExternError(f"{self.name}: value {value} does not fit in {self.width} bits")
+        self._check_value(value)
+        value = cell_of(self, value)
         if not indexes:
             return
         eng, r = self._native
@@ -179,6 +188,39 @@ class NativeRegister(Register):
     def reset(self) -> None:
         eng, r = self._native
         eng.reg_bulk(r, self.size, [0] * self.size)
+
+
+class NativeValueSet(ValueSet):
+    """A parser value set whose members are mirrored into the engine after every change
+    (``add``, ``clear``, or the P4Runtime reconcile's ``members = [...]``)."""
+
+    _native: Any  # (engine, value set index)
+
+    @property  # type: ignore[override]
+    def members(self) -> list[tuple[tuple[int, int], ...]]:
+        return self.__dict__.setdefault("_members", [])
+
+    @members.setter
+    def members(self, value: list[tuple[tuple[int, int], ...]]) -> None:
+        self.__dict__["_members"] = list(value)
+        self._sync()
+
+    def add(self, member: list[tuple[int, int]]) -> None:
+        super().add(member)
+        self._sync()
+
+    def _sync(self) -> None:
+        native = getattr(self, "_native", None)
+        if native is not None:
+            native[0].vs_set(native[1], self.members)
+
+
+def cell_of(reg: Register, value: int) -> int:
+    """What the engine stores for ``value``: the width's bits, or for a signed register the
+    value's 64-bit two's complement (the generated C's representation, csigns.py)."""
+    if reg.signed:
+        return reg._wrap(value) & ((1 << 64) - 1)
+    return value & reg._mask
 
 
 class NativeCounter(Counter):

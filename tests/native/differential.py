@@ -23,6 +23,7 @@ from p4reduce.switch.interp.tables import TableError
 class Op:
     kind: str  # packet | add | delete | default | reg | grp_create | node | grp_destroy | clear
     # | meter | dmeter | dctr
+    # | vs_add | vs_clear | vs_replace (parser value sets)
     args: tuple[Any, ...]
 
 
@@ -55,6 +56,15 @@ def _run(sw: Any, op: Op) -> Any:
         return "ok"
     if op.kind == "reg":
         sw.pipeline.registers[a[0]].cp_write(a[1], a[2])
+        return "ok"
+    if op.kind == "vs_add":
+        sw.pipeline.value_sets[a[0]].add([tuple(x) for x in a[1]])
+        return "ok"
+    if op.kind == "vs_clear":
+        sw.pipeline.value_sets[a[0]].clear()
+        return "ok"
+    if op.kind == "vs_replace":  # what the P4Runtime reconcile does
+        sw.pipeline.value_sets[a[0]].members = [tuple(tuple(x) for x in m) for m in a[1]]
         return "ok"
     if op.kind == "grp_create":
         sw.pre.mgrp_create(a[0])
@@ -217,7 +227,12 @@ def random_control_op(rng: random.Random, pipeline: Pipeline, pool: list[int]) -
         name = rng.choice(sorted(pipeline.registers))
         reg = pipeline.registers[name]
         idx = rng.choice([0, reg.size - 1, rng.randrange(max(reg.size, 1)), reg.size])
-        return Op("reg", (name, idx, rng.choice([0, 1, rng.getrandbits(reg.width)])))
+        values = [0, 1, rng.getrandbits(reg.width)]
+        if reg.signed:  # negative values are accepted for int<W> registers
+            values += [-1, -(1 << (reg.width - 1)), -rng.getrandbits(reg.width - 1)]
+        return Op("reg", (name, idx, rng.choice(values)))
+    if r < 0.8 and pipeline.value_sets:
+        return random_value_set_op(rng, pipeline, pool)
     g = rng.choice([1, 2, 3, 256, 257])
     if r < 0.8:
         return Op("grp_create", (g,))
@@ -225,6 +240,32 @@ def random_control_op(rng: random.Random, pipeline: Pipeline, pool: list[int]) -
         ports = tuple(rng.sample(range(8), rng.randint(0, 3)))
         return Op("node", (g, rng.randint(0, 5), ports))
     return Op("grp_destroy", (g,))
+
+
+def random_value_set_op(rng: random.Random, pipeline: Pipeline, pool: list[int]) -> Op:
+    name = rng.choice(sorted(pipeline.value_sets))
+    vs = pipeline.value_sets[name]
+
+    def member() -> tuple[tuple[int, int], ...]:
+        out = []
+        for w in vs.widths:
+            full = (1 << w) - 1
+            v = rng.choice(pool) & full if pool and rng.random() < 0.7 else rng.getrandbits(w)
+            m = rng.choice([full, full, 0, rng.getrandbits(w)])
+            if rng.random() < 0.05:
+                v = full + 1  # does not fit: both engines must refuse it alike
+            out.append((v, m))
+        return tuple(out)
+
+    r = rng.random()
+    if r < 0.7:
+        return Op("vs_add", (name, member()))
+    if r < 0.85:
+        return Op("vs_clear", (name,))
+    n = rng.randint(0, vs.size)
+    # the reconcile copies members that were validated once: values within their masks
+    members = [tuple((v & m, m) for v, m in member()) for _ in range(n)]
+    return Op("vs_replace", (name, members))
 
 
 def mutate(rng: random.Random, frame: bytes) -> bytes:

@@ -56,7 +56,24 @@ BMV2_PROGRAMS = [
     "meta_truncate",
     "extern_digest",
     "hash_custom_defaults",
+    # signed int<W> arithmetic, comparisons, shifts, casts, saturation, a signed register
+    "arith_cast",
+    "arith_saturating",
+    "arith_shift",
+    "arith_signed_cmp",
+    "arith_wrap",
+    "register_int16",
+    # run-time header stack indexes, lookahead, parser value sets
+    "parser_stack",
+    "parser_stack_push_pop",
+    "err_stack_out_of_bounds",
+    "parser_lookahead",
+    "parser_value_set",
 ]
+
+# programs written for this test (tests/native/p4/), each aimed at one construct's edges
+OWN = Path(__file__).resolve().parent / "p4"
+OWN_PROGRAMS = ["signed_ops", "stack_ops", "parser_ops"]
 
 
 def _pair(
@@ -125,6 +142,28 @@ def test_bmv2_programs_agree(name: str, seed: int) -> None:
     now = [seed % 1000]
     py, nat = _pair(path, CompileOptions(include_dirs=[BMV2]), now=now)
     _drive(py, nat, random.Random(seed), _corpus(path), 150, now)
+
+
+def _edge_frames(rng: random.Random, n: int, length: int) -> list[bytes]:
+    """Frames of the bytes where arithmetic has its edges (0, 0x7f, 0x80, 0xff) and of small
+    numbers (stack indexes, operation codes, bottom-of-stack bits)."""
+    edges = [0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x7F, 0x80, 0xFF, 0xFE]
+    return [
+        bytes(
+            rng.choice(edges) if rng.random() < 0.7 else rng.getrandbits(8) for _ in range(length)
+        )
+        for _ in range(n)
+    ]
+
+
+@pytest.mark.parametrize("name", OWN_PROGRAMS)
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_own_programs_agree(name: str, seed: int) -> None:
+    path = OWN / f"{name}.p4"
+    py, nat = _pair(path, CompileOptions(include_dirs=[BMV2]))
+    rng = random.Random(seed)
+    _drive(py, nat, rng, _edge_frames(rng, 12, 48), 200)
 
 
 @pytest.mark.parametrize("program", ["dense", "sparse"])

@@ -74,6 +74,8 @@ typedef struct p4r_engine {
     uint32_t ev_egress; /* 1 while an egress runs: its digests are dropped, as in V1Switch */
     p4r_crcp crc[P4R_NCRC + 1];
     uint64_t ev_dropped;
+    uint64_t *vs[P4R_NVS + 1]; /* parser value sets: (value, mask) per field per member */
+    uint32_t vs_n[P4R_NVS + 1];
     p4r_group *groups[P4R_MAX_GROUP];
     uint32_t mt[624];
     int mti;
