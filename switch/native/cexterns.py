@@ -9,6 +9,9 @@ from typing import Any
 
 from .cexprs import Unsupported
 
+# how an event value (digest, log_msg) goes back to Python: unsigned int, bool, int<W>
+EV_UINT, EV_BOOL, EV_INT = 0, 1, 2
+
 
 class ExternTx:
     objects: Any
@@ -136,15 +139,23 @@ class ExternTx:
         codes, flags = [], []
         for v in values.elts:
             # Python hands the values over as they are: a bool stays a bool (the log text
-            # says True), so each must be a slot or a constant whose type is known here
+            # says True) and an int<W> stays negative, so each must be a slot or a constant
+            # whose type is known here (EV_UINT, EV_BOOL, EV_INT: how mirror_externs reads it)
             if (
                 isinstance(v, ast.Subscript)
                 and ast.unparse(v.value) == "S"
                 and isinstance(v.slice, ast.Constant)
             ):
-                flags.append(isinstance(init[int(v.slice.value)], bool))
+                slot = int(v.slice.value)
+                if isinstance(init[slot], bool):
+                    flags.append(EV_BOOL)
+                else:
+                    flags.append(EV_INT if slot in self.objects.signed_slots else EV_UINT)
             elif isinstance(v, ast.Constant) and isinstance(v.value, (bool, int)):
-                flags.append(isinstance(v.value, bool))
+                if isinstance(v.value, bool):
+                    flags.append(EV_BOOL)
+                else:
+                    flags.append(EV_INT if v.value < 0 else EV_UINT)
             else:
                 raise Unsupported(f"the {kind} value {ast.unparse(v)}")
             codes.append(self.expr(v))

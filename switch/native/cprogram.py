@@ -21,7 +21,7 @@ from .cexprs import U64, Unsupported, const
 from .csigns import Signs
 from .cstmts import StmtTx
 
-GENERATOR_VERSION = "3"
+GENERATOR_VERSION = "4"
 STD_NEEDED = (
     "ingress_port",
     "egress_spec",
@@ -57,8 +57,8 @@ class ProgramObjects:
     actions: dict[str, int] = field(default_factory=dict)  # control-plane name -> id
     payload_bufs: set[str] = field(default_factory=set)  # field lists + packet (checksums)
     crcs: list[str] = field(default_factory=list)  # custom CRC algorithms: C index -> name
-    # digest, log_msg and fault calls: (kind, text, where, bool flags of the values)
-    event_sites: list[tuple[str, str, str, tuple[bool, ...]]] = field(default_factory=list)
+    # digest, log_msg and fault calls: (kind, text, where, EV_UINT/EV_BOOL/EV_INT per value)
+    event_sites: list[tuple[str, str, str, tuple[int, ...]]] = field(default_factory=list)
     emit_total: int = 0
     bitbuf_max: int = 64
     signed_slots: set[int] = field(default_factory=set)  # slots of int<W> values
@@ -88,7 +88,7 @@ class ProgramObjects:
             raise Unsupported(f"the action name {name!r}")
         return self.actions[name]
 
-    def event_site(self, kind: str, text: str, where: str, flags: tuple[bool, ...]) -> int:
+    def event_site(self, kind: str, text: str, where: str, flags: tuple[int, ...]) -> int:
         """The number of a digest/log_msg/fault call site (mirror_externs.drain_events)."""
         site = (kind, text, where, flags)
         if site not in self.event_sites:

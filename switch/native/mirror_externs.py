@@ -20,6 +20,7 @@ from ..interp.hashes import DEFAULT_CRC_PARAMS, CrcParams, HashCalc
 from ..interp.meters import Meter as MeterCell
 from ..interp.runtime import P4RuntimeFault
 from ..interp.tables import Table, TableEntry
+from .cexterns import EV_BOOL, EV_INT
 
 U32, U64 = ctypes.c_uint32, ctypes.c_uint64
 KIND_INDEXED, KIND_DIRECT = 0, 1
@@ -213,6 +214,16 @@ def bind_events(lib: ctypes.CDLL) -> None:
     lib.p4r_events_dropped.restype = U64
 
 
+def event_value(word: int, kind: int) -> int | bool:
+    """One event value as the interpreter holds it: a bool, an unsigned int, or an int<W>
+    (held in C as its 64-bit two's complement)."""
+    if kind == EV_BOOL:
+        return bool(word)
+    if kind == EV_INT and word >> 63:
+        return word - (1 << 64)
+    return int(word)
+
+
 def drain_events(sw: Any) -> P4RuntimeFault | None:
     """Deliver the engine's events as the interpreter would have: digests of a finished
     ingress into ``sw._digests``, log_msg text into ``sw._log_messages`` (and the log);
@@ -239,7 +250,7 @@ def drain_events(sw: Any) -> P4RuntimeFault | None:
             sw._pending_digests.clear()
             continue
         what, text, where, flags = sites[site]
-        values = tuple(bool(v) if f else int(v) for v, f in zip(raw, flags, strict=True))
+        values = tuple(event_value(v, f) for v, f in zip(raw, flags, strict=True))
         if kind == EV_DIGEST:
             sw._pending_digests.append((text, values))
         elif kind == EV_LOG:
