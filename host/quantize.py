@@ -122,18 +122,25 @@ def check_nonfinite_mode(mode: str) -> str:
 
 
 def nonfinite_bits(blocks: np.ndarray) -> np.ndarray:
-    """Per row of (B, K) float blocks, the NF_* bits of its non-finite elements (uint8)."""
+    """Per row of (B, K) float32 blocks, the NF_* bits of its non-finite elements (uint8)."""
     b = blocks.shape[0]
     bits = np.zeros(b, dtype=np.uint8)
     if not b:
         return bits
+    # one pass over the bit patterns finds the rows (all-ones exponent field: NaN or ±Inf),
+    # then only those few rows are classified
     rows = _chunk_rows(blocks.shape[1])
+    bad = np.zeros(b, dtype=bool)
+    u = blocks.view(np.uint32)
     for r0 in range(0, b, rows):
-        x = blocks[r0 : r0 + rows]
-        bits[r0 : r0 + rows] = (
+        bad[r0 : r0 + rows] = ((u[r0 : r0 + rows] & _ABS_MASK) >= _INF_BITS).any(axis=1)
+    idx = np.flatnonzero(bad)
+    if idx.size:
+        x = blocks[idx]
+        bits[idx] = (
             np.isnan(x).any(axis=1) * NF_NAN
-            | np.isposinf(x).any(axis=1) * NF_POS_INF
-            | np.isneginf(x).any(axis=1) * NF_NEG_INF
+            | (x == np.inf).any(axis=1) * NF_POS_INF
+            | (x == -np.inf).any(axis=1) * NF_NEG_INF
         ).astype(np.uint8)
     return bits
 
@@ -146,11 +153,19 @@ def split_nonfinite(blocks: np.ndarray, mode: str = "propagate") -> tuple[np.nda
     its bits, overwrites the whole row with zeros **in place** (so ``blocks`` must be the
     caller's own copy) and gives it exponent 0: it travels as a zero block plus its bits.
     """
-    try:
-        return block_exponents(blocks), np.zeros(blocks.shape[0], dtype=np.uint8)
-    except NonFiniteError:
-        if mode == "raise":
-            raise
+    b = blocks.shape[0]
+    if mode == "raise":
+        return block_exponents(blocks), np.zeros(b, dtype=np.uint8)
+    if (
+        _C is not None
+        and b
+        and blocks.shape[1]
+        and blocks.flags.c_contiguous
+        and blocks.flags.aligned
+    ):
+        e = np.empty(b, dtype=np.uint8)
+        if _C.exponents(blocks, blocks.shape[1], e) == 0:  # finite: the common case, one pass
+            return e, np.zeros(b, dtype=np.uint8)
     bits = nonfinite_bits(blocks)
     blocks[bits != 0] = 0
     return block_exponents(blocks), bits
