@@ -41,6 +41,7 @@
 #define FLAG_RETRANSMIT 0x4
 #define FLAG_END 0x8
 #define NEXT_END 0xFFFFFFFFu
+#define NF_MASK 0x7 /* the nonfinite byte's bits: NF_NAN | NF_POS_INF | NF_NEG_INF */
 
 enum { ST_NEW, ST_RUNNING, ST_DONE, ST_FAILED, ST_BROKEN };
 enum { Q_F32_MUL, Q_F64_MUL, Q_F64_DIV };  /* quantize._Tables.q_mode */
@@ -71,7 +72,9 @@ typedef struct {
     const float *blocks;        /* float: (B, K) */
     const uint8_t *be;          /* int32: (B, K) big-endian payloads */
     const uint8_t *own;         /* float: B own exponents */
-    const uint8_t *nonzero;     /* B */
+    const uint8_t *nonzero;     /* B: the block has a payload */
+    const uint8_t *nf;          /* float: B, the NF_* bits each block sends (NULL: none) */
+    uint8_t *nf_out;            /* float: B, the NF_* bits its result brought (NULL: none) */
     uint8_t *agreed;            /* dense float: B agreed exponents; sparse: S class ones */
     const int64_t *after;       /* sparse: B, next non-zero block of the class after b */
     const int64_t *first_nz;    /* sparse: S */
@@ -433,7 +436,7 @@ static int arm(Core *c, Py_ssize_t s, double now, Sink *k)
 
 /* Call._send_use. The payload, if any, is already at the slot's buffer + HEADER_BYTES. */
 static int send_use(Core *c, Py_ssize_t s, double now, Sink *k, uint32_t block, int exponent,
-                    uint32_t nxt, int has_payload, int priming)
+                    uint32_t nxt, int has_payload, int priming, int nonfinite)
 {
     int st = c->sets[s];
     c->sets[s] = (uint8_t)(st ^ 1);
@@ -447,7 +450,7 @@ static int send_use(Core *c, Py_ssize_t s, double now, Sink *k, uint32_t block, 
     h[4] = (uint8_t)(ss >> 8);
     h[5] = (uint8_t)ss;
     h[6] = (uint8_t)exponent;
-    h[7] = 0;
+    h[7] = (uint8_t)nonfinite;
     put32(h + 8, c->call_id);
     put32(h + 12, block);
     put32(h + 16, nxt);
@@ -549,15 +552,16 @@ static int close_acts(Core *c, Sink *k)
 
 static int dense_send_block(Core *c, Py_ssize_t s, Py_ssize_t b, double now, Sink *k)
 {
-    int exponent = 0, has = 0;
+    int exponent = 0, has = 0, nf = 0;
     if (c->is_float) {
         Py_ssize_t nb = b + c->nslots;
         exponent = nb < c->nblocks ? c->own[nb] : 0;
         has = payload_of(c, s, b, c->agreed[b]);
+        nf = c->nf ? c->nf[b] : 0;
     } else {
         has = payload_of(c, s, b, 0);
     }
-    return send_use(c, s, now, k, (uint32_t)b, exponent, 0, has, 0);
+    return send_use(c, s, now, k, (uint32_t)b, exponent, 0, has, 0, nf);
 }
 
 static int start_slots(Core *c, double now, Sink *k)
@@ -566,9 +570,9 @@ static int start_slots(Core *c, double now, Sink *k)
         int rc;
         if (c->sparse)
             rc = send_use(c, s, now, k, (uint32_t)s, c->class_own[s],
-                          (uint32_t)c->first_nz[s], 0, 1);
+                          (uint32_t)c->first_nz[s], 0, 1, 0);
         else if (c->is_float)
-            rc = send_use(c, s, now, k, (uint32_t)s, c->own[s], 0, 0, 1);
+            rc = send_use(c, s, now, k, (uint32_t)s, c->own[s], 0, 0, 1, 0);
         else
             rc = dense_send_block(c, s, s, now, k);
         if (rc < 0)
@@ -577,8 +581,11 @@ static int start_slots(Core *c, double now, Sink *k)
     return 0;
 }
 
+/* Call._store: the lanes, and (float) the result's non-finite bits. */
 static void store(Core *c, Py_ssize_t b, int flags, const uint8_t *data)
 {
+    if (c->nf_out)
+        c->nf_out[b] = data[7] & NF_MASK;
     if (flags & FLAG_NO_PAYLOAD)
         return;
     store_impl(c->sums + b * c->k, data + HEADER_BYTES, c->k);
@@ -630,7 +637,8 @@ static int on_result(Core *c, Py_ssize_t s, int flags, int exponent, uint32_t nx
     }
     int exp = c->agreed[s];
     int has = payload_of(c, s, nxt, exp);
-    return send_use(c, s, now, k, nxt, exp, (uint32_t)c->after[nxt], has, 0);
+    int nf = c->nf ? c->nf[nxt] : 0;
+    return send_use(c, s, now, k, nxt, exp, (uint32_t)c->after[nxt], has, 0, nf);
 }
 
 /* ------------------------------------------------------------------ events, in C */
@@ -1152,20 +1160,21 @@ static int Core_init(Core *c, PyObject *args, PyObject *kw)
         "sparse", "is_float", "msg_type", "rank", "job_id", "job_key", "call_id", "n", "k", "slots",
         "blocks_count", "active", "initial", "multiplier", "max_timeout", "give_up",
         "max_attempts", "sets", "blocks", "be", "own", "nonzero", "agreed", "after",
-        "first_nonzero", "class_own", "sums", "q_mode", "q_table", "regular_from", NULL};
+        "first_nonzero", "class_own", "sums", "q_mode", "q_table", "regular_from", "nf",
+        "nf_out", NULL};
     int sparse, is_float, msg_type, rank, job_id, n, q_mode, regular_from;
     unsigned long call_id, job_key;
     Py_ssize_t k, nslots, nblocks, active;
     double initial, multiplier, max_timeout, give_up;
     long long max_attempts;
     PyObject *sets, *blocks, *be, *own, *nonzero, *agreed, *after, *first_nz, *class_own,
-        *sums, *q_table;
+        *sums, *q_table, *nf = NULL, *nf_out = NULL;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "ppiiikkinnnnddddLOOOOOOOOOOiOi", names, &sparse, &is_float,
+            args, kw, "ppiiikkinnnnddddLOOOOOOOOOOiOi|OO", names, &sparse, &is_float,
             &msg_type, &rank, &job_id, &job_key, &call_id, &n, &k, &nslots, &nblocks, &active, &initial,
             &multiplier, &max_timeout, &give_up, &max_attempts, &sets, &blocks, &be, &own,
             &nonzero, &agreed, &after, &first_nz, &class_own, &sums, &q_mode, &q_table,
-            &regular_from))
+            &regular_from, &nf, &nf_out))
         return -1;
     if (c->refs) {
         PyErr_SetString(PyExc_RuntimeError, "Core is initialised once");
@@ -1195,7 +1204,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kw)
     c->max_attempts = max_attempts;
     c->q_mode = q_mode;
     c->regular_from = regular_from;
-    c->refs = PyTuple_New(11);
+    c->refs = PyTuple_New(12);
     if (!c->refs)
         return -1;
     PyObject *refs = c->refs;
@@ -1214,6 +1223,11 @@ static int Core_init(Core *c, PyObject *args, PyObject *kw)
         TAKE(4, own, own, nblocks, 0, "own");
         TAKE(5, agreed, agreed, sparse ? nslots : nblocks, 1, "agreed");
         TAKE(6, q_table, q_table, q_mode == Q_F32_MUL ? 256 * 4 : 256 * 8, 0, "q_table");
+        /* the non-finite bits (docs/protocol.md, "Non-finite values"); absent: all 0 */
+        if (nf && nf != Py_None)
+            TAKE(10, nf, nf, nblocks, 0, "nf");
+        if (nf_out && nf_out != Py_None)
+            TAKE(11, nf_out, nf_out, nblocks, 1, "nf_out");
     } else {
         TAKE(3, be, be, 4 * bk, 0, "be");
         if (sparse)
@@ -1225,7 +1239,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kw)
         TAKE(9, class_own, class_own, nslots, 0, "class_own");
     }
 #undef TAKE
-    for (Py_ssize_t i = 0; i < 11; i++)
+    for (Py_ssize_t i = 0; i < 12; i++)
         if (!PyTuple_GET_ITEM(refs, i)) {
             Py_INCREF(Py_None);
             PyTuple_SET_ITEM(refs, i, Py_None);

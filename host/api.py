@@ -182,6 +182,9 @@ class AllreduceSession:
     first runs ``recover`` (the default); False makes it raise ``SessionFailed`` instead.
     ``engine``: the protocol core the calls run on, ``"native"`` (the C core, the default;
     the Python one with a one-line warning when it was not built) or ``"python"``.
+    ``nonfinite``: what NaN/±Inf in a float array do: ``"propagate"`` (the default, like
+    gloo: every worker gets each block that held one back as NaN or the infinity, within
+    the call) or ``"raise"`` (``NonFiniteError`` before anything is sent).
     """
 
     def __init__(
@@ -194,6 +197,7 @@ class AllreduceSession:
         registration: RegistrationClient | None = None,
         auto_recover: bool = True,
         engine: str = "native",
+        nonfinite: str = "propagate",
     ) -> None:
         a = assignment
         if a.program not in ("dense", "sparse"):
@@ -226,7 +230,9 @@ class AllreduceSession:
             msg_type=wire.MSG_DENSE,
             retry=self.retry,
             engine=engine,
-        )  # checks n, rank, slots, K before the socket is taken
+            nonfinite=nonfinite,
+        )  # checks n, rank, slots, K, nonfinite before the socket is taken
+        self.nonfinite = nonfinite
         self.engine = self.session.engine  # "python" when the native core is not built
         self.transport = UdpTransport(self.switch, sock=sock, bind=bind)
         self.left: dict[str, Any] | None = None  # the service's answer to the leave
@@ -267,6 +273,7 @@ class AllreduceSession:
         secret: str | None = None,
         tls: dict[str, str] | None = None,
         engine: str = "native",
+        nonfinite: str = "propagate",
     ) -> AllreduceSession:
         """Join job ``job_id`` at the registration service ``url`` as ``rank`` of ``n``.
 
@@ -321,6 +328,7 @@ class AllreduceSession:
                 registration=reg,
                 auto_recover=auto_recover,
                 engine=engine,
+                nonfinite=nonfinite,
             )
         except BaseException:
             if own:
@@ -345,8 +353,12 @@ class AllreduceSession:
         worker, see docs/host.md). ``out``: an array of the same shape and dtype to write
         the result into (``out=array`` for in place); returns the result.
 
-        Raises before anything is sent: ``TypeError`` (dtype), ``ValueError`` (NaN/±Inf,
-        more elements than the block field allows, an unknown op or mode,
+        NaN/±Inf: each block (K elements) that holds one on some worker comes back as NaN,
+        or as the infinity when all its non-finite inputs were that infinity, on every
+        worker (the session's ``nonfinite="raise"`` refuses them instead).
+
+        Raises before anything is sent: ``TypeError`` (dtype), ``ValueError`` (NaN/±Inf
+        with ``nonfinite="raise"``, more elements than the block field allows, an unknown op or mode,
         sparse on the dense program, a bad or read-only ``out``). A non-contiguous or
         read-only ``array`` is fine: it is only read (copied into blocks); an empty one
         gives an empty result without a packet, on every worker alike (as gloo). A call without
@@ -728,7 +740,8 @@ class AllreduceSession:
         """``mode="auto"`` (docs/host.md): dense without asking anyone on the dense program
         or for a tensor of at most AUTO_MIN_ROUNDS rounds of the job's slots (both depend
         only on what every worker shares); else the cached decision for this shape, or a
-        census first when the cache has none (the first call, every ``auto_recheck``-th)."""
+        census first when the cache has none (the first call, every ``auto_recheck``-th).
+        With ``nonfinite="raise"`` the census checks for NaN/±Inf before anything is sent."""
         nb = block_count(a.size, self.k)
         if self.program != "sparse" or nb <= AUTO_MIN_ROUNDS * self.session.slots:
             return self._run(a, wire.MSG_DENSE, user, lambda r: self._finish(user, r))
@@ -737,9 +750,11 @@ class AllreduceSession:
         if msg is not None:
             return self._run(a, msg, user, lambda r: self._after_auto(user, key, r, False))
         blocks = to_blocks(a, self.k)
-        if a.dtype == np.float32:
+        if a.dtype == np.float32 and self.nonfinite == "raise":
             nonzero = block_exponents(blocks) != 0  # raises NonFiniteError before the census
         else:
+            # for float32 the same as exponent != 0; a block holding NaN/±Inf counts as
+            # non-zero, so it travels (nonfinite="propagate")
             nonzero = blocks.any(axis=1)
         self.censuses += 1
         return self._run(

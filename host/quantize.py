@@ -109,6 +109,80 @@ def check_finite(x: np.ndarray) -> None:
         raise NonFiniteError(int(np.count_nonzero(bad)), first, float(flat[first]))
 
 
+# the nonfinite byte's bits (docs/protocol.md, "Non-finite values"; mirrors p4reduce.host.wire)
+NF_NAN, NF_POS_INF, NF_NEG_INF = 0x1, 0x2, 0x4
+NONFINITE_MODES = ("propagate", "raise")
+
+
+def check_nonfinite_mode(mode: str) -> str:
+    """``mode`` if it is one of NONFINITE_MODES, else a ValueError naming the choices."""
+    if mode not in NONFINITE_MODES:
+        raise ValueError(f"nonfinite={mode!r}: one of {', '.join(map(repr, NONFINITE_MODES))}")
+    return mode
+
+
+def nonfinite_bits(blocks: np.ndarray) -> np.ndarray:
+    """Per row of (B, K) float32 blocks, the NF_* bits of its non-finite elements (uint8)."""
+    b = blocks.shape[0]
+    bits = np.zeros(b, dtype=np.uint8)
+    if not b:
+        return bits
+    # one pass over the bit patterns finds the rows (all-ones exponent field: NaN or ±Inf),
+    # then only those few rows are classified
+    rows = _chunk_rows(blocks.shape[1])
+    bad = np.zeros(b, dtype=bool)
+    u = blocks.view(np.uint32)
+    for r0 in range(0, b, rows):
+        bad[r0 : r0 + rows] = ((u[r0 : r0 + rows] & _ABS_MASK) >= _INF_BITS).any(axis=1)
+    idx = np.flatnonzero(bad)
+    if idx.size:
+        x = blocks[idx]
+        bits[idx] = (
+            np.isnan(x).any(axis=1) * NF_NAN
+            | (x == np.inf).any(axis=1) * NF_POS_INF
+            | (x == -np.inf).any(axis=1) * NF_NEG_INF
+        ).astype(np.uint8)
+    return bits
+
+
+def split_nonfinite(blocks: np.ndarray, mode: str = "propagate") -> tuple[np.ndarray, np.ndarray]:
+    """The own exponents and the NF_* bits of (B, K) float32 blocks.
+
+    Finite blocks: their exponents and bits 0, at the cost of ``block_exponents``. Where a
+    block holds NaN or ±Inf, ``mode="raise"`` raises NonFiniteError; ``"propagate"`` sets
+    its bits, overwrites the whole row with zeros **in place** (so ``blocks`` must be the
+    caller's own copy) and gives it exponent 0: it travels as a zero block plus its bits.
+    """
+    b = blocks.shape[0]
+    if mode == "raise":
+        return block_exponents(blocks), np.zeros(b, dtype=np.uint8)
+    if (
+        _C is not None
+        and b
+        and blocks.shape[1]
+        and blocks.flags.c_contiguous
+        and blocks.flags.aligned
+    ):
+        e = np.empty(b, dtype=np.uint8)
+        if _C.exponents(blocks, blocks.shape[1], e) == 0:  # finite: the common case, one pass
+            return e, np.zeros(b, dtype=np.uint8)
+    bits = nonfinite_bits(blocks)
+    blocks[bits != 0] = 0
+    return block_exponents(blocks), bits
+
+
+def apply_nonfinite(out: np.ndarray, bits: np.ndarray) -> np.ndarray:
+    """Overwrite each row of the (B, K) float result ``out`` whose NF_* bits are set: NaN
+    when NF_NAN or both infinities are set (+Inf + -Inf is NaN), else the one infinity."""
+    idx = np.flatnonzero(bits & (NF_NAN | NF_POS_INF | NF_NEG_INF))
+    if idx.size:
+        v = bits[idx]
+        nan = (v & NF_NAN != 0) | ((v & NF_POS_INF != 0) & (v & NF_NEG_INF != 0))
+        fill = np.where(nan, np.nan, np.where(v & NF_POS_INF != 0, np.inf, -np.inf))
+        out[idx] = fill.astype(out.dtype)[:, None]
+    return out
+
+
 def _chunk_rows(k: int, itemsize: int = 4) -> int:
     """Rows per chunk: temporaries of about _CHUNK_ELEMENTS float32s (half the rows for
     float64 temporaries), at least one row."""

@@ -28,6 +28,11 @@ FLAG_END = 0x8  # sparse: the slot's stream has ended (min next = NEXT_END)
 RESULT_ONLY_FLAGS = FLAG_RESULT | FLAG_RETRANSMIT | FLAG_END  # malformed in a worker packet
 
 NEXT_END = 0xFFFFFFFF  # sparse: "no further non-zero block"
+# the nonfinite byte (docs/protocol.md, "Non-finite values"): the block held NaN / +Inf / -Inf
+NF_NAN = 0x1
+NF_POS_INF = 0x2
+NF_NEG_INF = 0x4
+NF_MASK = NF_NAN | NF_POS_INF | NF_NEG_INF  # bits 7..3 are reserved (sent 0, ignored)
 AGG_PORT = 48864  # 0xBEE0; the programs' default (-DAGG_UDP_PORT=N changes it)
 HEADER_BYTES = 24  # AGG_HEADER_BYTES
 K_DEFAULT = 64  # elements per packet of the default build
@@ -38,7 +43,7 @@ MAX_SLOT = (1 << 15) - 1  # the slot field is 15 bits
 MAX_JOB_ID = 0xFFFF
 MAX_KEY = 0xFFFFFFFF  # the job key is 32 bits (docs/protocol.md, "Job keys")
 
-# msgType|flags, rank, jobId, set|slot, exponent, reserved, packetId, block, next, key
+# msgType|flags, rank, jobId, set|slot, exponent, nonfinite, packetId, block, next, key
 _HEADER = struct.Struct(">BBHHBBIIII")
 assert _HEADER.size == HEADER_BYTES
 
@@ -63,7 +68,7 @@ class AggHeader:
     packet_id: int
     block: int
     next: int = 0
-    reserved: int = 0
+    nonfinite: int = 0  # NF_* bits (results: the OR over the workers)
     key: int = 0
 
     @property
@@ -104,8 +109,8 @@ def pack_header(h: AggHeader) -> bytes:
         raise WireError(f"set {h.set} is not 0 or 1")
     if not 0 <= h.slot <= MAX_SLOT:
         raise WireError(f"slot {h.slot} does not fit 15 bits")
-    if not (0 <= h.exponent <= 0xFF and 0 <= h.reserved <= 0xFF):
-        raise WireError(f"exponent {h.exponent} / reserved {h.reserved} do not fit 8 bits")
+    if not (0 <= h.exponent <= 0xFF and 0 <= h.nonfinite <= 0xFF):
+        raise WireError(f"exponent {h.exponent} / nonfinite {h.nonfinite} do not fit 8 bits")
     for name in ("packet_id", "block", "next", "key"):
         v = getattr(h, name)
         if not 0 <= v <= 0xFFFFFFFF:
@@ -116,7 +121,7 @@ def pack_header(h: AggHeader) -> bytes:
         h.job_id,
         (h.set << 15) | h.slot,
         h.exponent,
-        h.reserved,
+        h.nonfinite,
         h.packet_id,
         h.block,
         h.next,
@@ -136,6 +141,7 @@ def header_bytes(
     block: int,
     next_: int,
     key: int,
+    nonfinite: int = 0,
 ) -> bytes:
     """The 24 header bytes from already range-checked fields, without building an AggHeader
     (the protocol core's per-packet path; ``pack_header`` is the checked one)."""
@@ -145,7 +151,7 @@ def header_bytes(
         job_id,
         (set_ << 15) | slot,
         exponent,
-        0,
+        nonfinite,
         packet_id,
         block,
         next_,

@@ -14,6 +14,7 @@
 #include "include/bitmap.p4"
 #include "include/completion.p4"
 #include "include/exponent.p4"
+#include "include/nonfinite.p4"
 #include "include/accumulate.p4"
 #include "include/dispatch.p4"
 #include "include/ingress_stats.p4"
@@ -29,6 +30,7 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta, inout standard
     WorkerBitmap() bitmap;
     Completion() completion;
     ExponentMax() exponent;
+    NonFiniteOr() nonfinite;
     Accumulate() accumulate;
     ResultDispatch() dispatch;
     IngressStats() stats;
@@ -50,6 +52,7 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta, inout standard
                     bitmap.apply(hdr, meta);
                     completion.apply(hdr, meta);
                     exponent.apply(hdr, meta);
+                    nonfinite.apply(hdr, meta);
                     accumulate.apply(hdr, meta);
                     dispatch.apply(hdr, meta, sm);
                 }

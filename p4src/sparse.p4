@@ -16,6 +16,7 @@
 #include "include/bitmap.p4"
 #include "include/completion.p4"
 #include "include/exponent.p4"
+#include "include/nonfinite.p4"
 #include "include/next_min.p4"
 #include "include/accumulate.p4"
 #include "include/dispatch.p4"
@@ -32,6 +33,7 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta, inout standard
     WorkerBitmap() bitmap;
     Completion() completion;
     ExponentMax() exponent;
+    NonFiniteOr() nonfinite;
     NextMin() next_min;
     Accumulate() accumulate;
     ResultDispatch() dispatch;
@@ -54,6 +56,7 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta, inout standard
                     bitmap.apply(hdr, meta);
                     completion.apply(hdr, meta);
                     exponent.apply(hdr, meta);
+                    nonfinite.apply(hdr, meta);
                     next_min.apply(hdr, meta);
                     accumulate.apply(hdr, meta);
                     dispatch.apply(hdr, meta, sm);

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import wire
-from ..quantize import dequantize, to_blocks
+from ..quantize import apply_nonfinite, dequantize, split_nonfinite, to_blocks
 from .events import (
     Action,
     CallStats,
@@ -74,6 +74,9 @@ class Call(ABC):
         self.error: Exception | None = None
         self.result: np.ndarray | None = None
         self._sums = np.zeros((self.nblocks, k), dtype=np.int32)
+        # float: per block, the NF_* bits it sends (_nf) and those its result brought (_nf_out)
+        self._nf = np.zeros(self.nblocks if self.is_float else 0, dtype=np.uint8)
+        self._nf_out = np.zeros(self.nblocks if self.is_float else 0, dtype=np.uint8)
         na = self.active
         self._pkt: list[bytes | None] = [None] * na
         self._set = [0] * na
@@ -223,13 +226,22 @@ class Call(ABC):
     def _exponents(self) -> np.ndarray:
         """The agreed exponent of every block (float32 calls), once every slot is done."""
 
+    def _own_exponents(self) -> np.ndarray:
+        """float32: the blocks' own exponents; a block with NaN/±Inf gets its NF_* bits in
+        ``_nf`` and travels as zeros (the session's ``nonfinite="raise"`` raises instead,
+        before anything is sent). Docs: protocol.md, "Non-finite values"."""
+        own, self._nf = split_nonfinite(self.blocks, self.session.nonfinite)
+        return own
+
     def _assemble(self) -> np.ndarray:
         """The (B, K) result once every slot is done. float32 sums are dequantized in
-        place: the int32 sums are not needed afterwards, and that is the cheapest way."""
+        place: the int32 sums are not needed afterwards, and that is the cheapest way.
+        Blocks whose result carried non-finite bits become NaN or the infinity."""
         if not self.is_float:
             return self._sums
         into = self._sums.view(np.float32)
-        return dequantize(self._sums, self._exponents(), self.session.n, out=into)
+        out = dequantize(self._sums, self._exponents(), self.session.n, out=into)
+        return apply_nonfinite(out, self._nf_out)
 
     def _send_use(
         self,
@@ -242,6 +254,7 @@ class Call(ABC):
         nxt: int,
         payload: bytes | None,
         priming: bool = False,
+        nonfinite: int = 0,
     ) -> None:
         """A new use of slot s: takes the session's next set for the slot and flips it."""
         ses = self.session
@@ -261,6 +274,7 @@ class Call(ABC):
             block,
             nxt,
             ses.job_key,
+            nonfinite,
         )
         data = hdr if payload is None else hdr + payload
         if self._pkt[s] is None:
@@ -283,7 +297,10 @@ class Call(ABC):
             self._finish(acts)
 
     def _store(self, b: int, h: wire.AggHeader, data: bytes) -> None:
-        """Lanes of a result into the sums (a header-only result leaves zeros)."""
+        """Lanes of a result into the sums (a header-only result leaves zeros), and for
+        float32 its non-finite bits (int32 results carry none; the bits are ignored)."""
+        if self.is_float:
+            self._nf_out[b] = h.nonfinite & wire.NF_MASK
         if not h.flags & wire.FLAG_NO_PAYLOAD:
             self._sums[b] = np.frombuffer(data, dtype=">i4", count=self.k, offset=wire.HEADER_BYTES)
 

@@ -8,7 +8,8 @@ result brings the sum of block b and E(b + S): the exponents run one use ahead. 
 tensors skip priming and send the values themselves with exponent 0.
 
 A block that is zero on this worker goes header-only (``FLAG_NO_PAYLOAD``): the switch
-counts it as K zeros.
+counts it as K zeros. So does a block holding NaN/±Inf, with its ``nonfinite`` bits (and
+own exponent 0): every worker's result of that block is then NaN or the infinity.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import wire
-from ..quantize import block_exponents, quantize_row
+from ..quantize import quantize_row
 from .call import Call
 from .events import Action
 
@@ -32,8 +33,8 @@ class DenseCall(Call):
     def __init__(self, session: Session, tensor: np.ndarray) -> None:
         super().__init__(session, tensor)
         if self.is_float:
-            # Also the non-finite check: it raises before anything is sent.
-            self._own = block_exponents(self.blocks)
+            # Also the non-finite split (or check: it raises before anything is sent).
+            self._own = self._own_exponents()
             self._agreed = np.zeros(self.nblocks, dtype=np.uint8)
             self._nonzero = self._own != 0
         else:
@@ -59,7 +60,9 @@ class DenseCall(Call):
 
     def _send_block(self, s: int, b: int, now: float, acts: list[Action]) -> None:
         payload: bytes | None = None
+        nf = 0
         if self.is_float:
+            nf = int(self._nf[b])
             nb = b + self.nslots
             exponent = int(self._own[nb]) if nb < self.nblocks else 0
             if self._nonzero[b]:
@@ -73,7 +76,9 @@ class DenseCall(Call):
             exponent = 0
             if self._nonzero[b]:
                 payload = self._be[b].tobytes()  # type: ignore[index]
-        self._send_use(s, now, acts, block=b, exponent=exponent, nxt=0, payload=payload)
+        self._send_use(
+            s, now, acts, block=b, exponent=exponent, nxt=0, payload=payload, nonfinite=nf
+        )
 
     def _on_result(
         self, s: int, h: wire.AggHeader, data: bytes, now: float, acts: list[Action]

@@ -4,10 +4,11 @@ timers) in C (``host/_engine_c.c``), with the same events and the same actions a
 Python core, which stays the specification.
 
 Each is the Python call class itself (so the vectorised per-call set-up, the block
-exponents, the non-zero bitmap, sparse's next-block tables, is the same code) with the
-event methods handed to a ``_engine_c.Core`` made when the call starts (its ``call_id``
-is known then). The core writes the sums and the agreed exponents into this object's own
-arrays, so the final dequantization (``Call._assemble``) is shared too.
+exponents and non-finite bits, the non-zero bitmap, sparse's next-block tables, is the
+same code) with the event methods handed to a ``_engine_c.Core`` made when the call starts
+(its ``call_id`` is known then). The core writes the sums, the agreed exponents and the results'
+non-finite bits into this object's own arrays, so the final dequantization and the NaN/±Inf
+fill (``Call._assemble``) are shared too.
 
 ``Session(engine="native")`` makes these; ``available()`` says whether the module was
 built (``make install`` / ``pip install -e .``: setup.py compiles it). Without it the
@@ -119,6 +120,8 @@ class _Native:
             q_mode=tab.q_mode if tab is not None else 0,
             q_table=tab.q_table if tab is not None else _EMPTY_U8,
             regular_from=tab.q_regular_from if tab is not None else 0,
+            nf=np.ascontiguousarray(c._nf) if c.is_float else None,
+            nf_out=c._nf_out if c.is_float else None,
         )
 
     # ------------------------------------------------------------ events

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import wire
+from ..quantize import check_nonfinite_mode
 from . import native
 from .call import Call
 from .dense import DenseCall
@@ -43,6 +44,7 @@ class Session:
         retry: RetryPolicy | None = None,
         first_call: int = 0,
         engine: str = "python",
+        nonfinite: str = "propagate",
     ) -> None:
         if not 1 <= n <= wire.MAX_WORKERS:
             raise ValueError(f"n = {n}: 1 .. {wire.MAX_WORKERS} workers")
@@ -58,6 +60,7 @@ class Session:
             raise ValueError(f"K = {k}: positive (the programs are built with 64, 256 or 1024)")
         if msg_type not in wire.MSG_TYPES:
             raise ValueError(f"message type {msg_type}: MSG_DENSE or MSG_SPARSE")
+        check_nonfinite_mode(nonfinite)
         if engine not in ENGINES:
             raise ValueError(f"engine {engine!r}: one of {', '.join(ENGINES)}")
         if engine == "native" and not native.available():
@@ -72,6 +75,10 @@ class Session:
         self.k = k
         self.msg_type = msg_type
         self.retry = retry if retry is not None else RetryPolicy()
+        # NaN/±Inf in a float32 tensor: "propagate" sends the block's non-finite bits, so
+        # every worker gets that block back as NaN/±Inf (gloo's outcome, per block);
+        # "raise" refuses the tensor before anything is sent (docs/protocol.md).
+        self.nonfinite = nonfinite
         self._next_call = first_call & 0xFFFFFFFF
         self._sets = np.zeros(slots, dtype=np.uint8)
         self.current: Call | None = None
@@ -90,7 +97,8 @@ class Session:
         """A call summing ``tensor`` (float32 or int32, any shape) over the job's workers.
 
         Raises before anything is sent, without using up a call number: ``TypeError`` for
-        another dtype, ``quantize.NonFiniteError`` (a ValueError) for NaN or ±Inf."""
+        another dtype, ``quantize.NonFiniteError`` (a ValueError) for NaN or ±Inf when the
+        session was made with ``nonfinite="raise"`` (by default they propagate)."""
         cur = self.current
         if cur is not None and cur.state != "done":
             raise SessionBusy(

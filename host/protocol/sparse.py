@@ -7,7 +7,9 @@ the first block of the class non-zero on any worker, and E_s, the exponent every
 the class is quantized with in this call. Then, while m is not ``NEXT_END``, every worker
 contributes block m (header-only where it is zero here) with ``next`` = its next non-zero
 block of the class after m; the result brings the sum and the new minimum. A result with
-``FLAG_END`` ends the slot. Blocks zero on every worker never travel.
+``FLAG_END`` ends the slot. Blocks zero on every worker never travel. A block holding
+NaN/±Inf counts as non-zero (it must travel) but goes header-only with its ``nonfinite``
+bits and own exponent 0 (docs/protocol.md, "Non-finite values").
 
 The non-zero bitmap, every block's next non-zero block of its class and the class
 exponents are computed once, vectorised, when the call is created.
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import wire
-from ..quantize import block_exponents, quantize_row
+from ..quantize import quantize_row
 from .call import Call
 from .events import Action
 
@@ -37,18 +39,19 @@ class SparseCall(Call):
         super().__init__(session, tensor)
         nb, ns = self.nblocks, self.nslots
         if self.is_float:
-            self._own = block_exponents(self.blocks)  # also rejects NaN/±Inf up front
+            self._own = self._own_exponents()  # NaN/±Inf: bits in _nf (or raises up front)
             nonzero = self._own != 0
         else:
             self._own = np.zeros(nb, dtype=np.uint8)
             nonzero = self.blocks.any(axis=1)
             self._be = self.blocks.astype(">i4")  # the payloads, big-endian, in one pass
             self.blocks = self.blocks[:0]  # (possibly the caller's memory: not kept)
-        self._nonzero = nonzero
+        self._nonzero = nonzero  # blocks with a payload
+        travels = nonzero | (self._nf != 0) if self.is_float else nonzero
         # Grid of R rows × S columns: block r*S + s is row r of slot s's class.
         rows = -(-nb // ns) if nb else 0
         idx = np.full(rows * ns, _END, dtype=np.int64)
-        idx[:nb] = np.where(nonzero, np.arange(nb, dtype=np.int64), _END)
+        idx[:nb] = np.where(travels, np.arange(nb, dtype=np.int64), _END)
         grid = idx.reshape(rows, ns)
         # incl[r, s]: the first non-zero block of class s at row ≥ r.
         incl = np.minimum.accumulate(grid[::-1], axis=0)[::-1] if rows else grid
@@ -96,6 +99,7 @@ class SparseCall(Call):
                 f"the tensor's size or data layout"
             )
         payload: bytes | None = None
+        nf = int(self._nf[nxt]) if self.is_float else 0
         exponent = int(self._class_agreed[s])
         if self._nonzero[nxt]:
             if self.is_float:
@@ -107,7 +111,14 @@ class SparseCall(Call):
             else:
                 payload = self._be[nxt].tobytes()  # type: ignore[index]
         self._send_use(
-            s, now, acts, block=nxt, exponent=exponent, nxt=int(self._after[nxt]), payload=payload
+            s,
+            now,
+            acts,
+            block=nxt,
+            exponent=exponent,
+            nxt=int(self._after[nxt]),
+            payload=payload,
+            nonfinite=nf,
         )
 
     def _exponents(self) -> np.ndarray:

@@ -146,6 +146,7 @@ def connect(rdv: Rendezvous, options: P4ReduceOptions, job_id: int, what: str) -
                 retry=options.retry,
                 auto_recover=True,  # recovery.py recovers first, at an agreed collective
                 engine=options.engine,
+                nonfinite=options.nonfinite,
                 secret=secret,
                 tls=options.tls,
             )

@@ -63,6 +63,11 @@ class P4ReduceOptions:
     4,162-byte frames, fine on loopback, a jumbo MTU elsewhere)."""
     engine: str = "native"
     """The protocol core of this rank's session: "native" (C, the default) or "python"."""
+    nonfinite: str = "propagate"
+    """NaN/±Inf in a floating tensor: "propagate" (the default, as gloo: every rank gets each
+    block of K elements that held one back as NaN or the infinity, so an AMP grad scaler
+    skips the step everywhere) or "raise" (``NonFiniteError`` on that rank before anything
+    is sent; the other ranks then time out)."""
     switch_float64: bool = False
     """Reduce float64 tensors through the switch too (as float32, with float32-level
     precision); by default they go over gloo. float16 and bfloat16 always go through the
@@ -108,6 +113,10 @@ class P4ReduceOptions:
             raise ValueError(f"P4ReduceOptions.chunk_elements {self.chunk_elements}: at least 1")
         if self.engine not in ("native", "python"):
             raise ValueError(f"P4ReduceOptions.engine {self.engine!r}: 'native' or 'python'")
+        if self.nonfinite not in ("propagate", "raise"):
+            raise ValueError(
+                f"P4ReduceOptions.nonfinite {self.nonfinite!r}: 'propagate' or 'raise'"
+            )
         if self.k not in (64, 256, 1024):
             raise ValueError(f"P4ReduceOptions.k {self.k}: 64, 256 or 1024")
 

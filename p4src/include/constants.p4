@@ -37,6 +37,12 @@ const bit<4> FLAG_NO_PAYLOAD = 0x2;  /* no element payload follows (zero block /
 const bit<4> FLAG_RETRANSMIT = 0x4;  /* a result unicast in answer to a retransmission */
 const bit<4> FLAG_END        = 0x8;  /* sparse: the slot's stream has ended (min next = NEXT_END) */
 const bit<32> NEXT_END = 0xFFFFFFFF;
+/* The `nonfinite` byte: the sender's block held NaN / +Inf / -Inf (bits 7..3 reserved, sent 0).
+ * The switch ORs the byte over the contributions; the hosts turn such a block into NaN (NF_NAN,
+ * or both infinities) or the one infinity. */
+const bit<8> NF_NAN     = 0x1;
+const bit<8> NF_POS_INF = 0x2;
+const bit<8> NF_NEG_INF = 0x4;
 
 /* Sizes in bytes, for the length checks and the lengths of results. */
 #define AGG_HEADER_BYTES 24

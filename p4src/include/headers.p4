@@ -54,7 +54,7 @@ header agg_h {
     bit<1>  set;       /* shadow set of the slot */
     bit<15> slot;      /* slot index relative to the job's slot range */
     bit<8>  exponent;  /* biased block exponent (0 = none); results carry the maximum */
-    bit<8>  reserved;  /* sent as 0, returned unchanged */
+    bit<8>  nonfinite; /* NF_* bits of the sender's block; results: the OR over the workers */
     bit<32> packetId;  /* opaque to the switch, echoed */
     bit<32> block;     /* sparse: block index; dense: opaque, echoed */
     bit<32> next;      /* sparse: sender's next non-zero block of this slot; results: the minimum */

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+import operator
 import random
 import struct
 from collections.abc import Iterable, Sequence
@@ -130,7 +131,7 @@ class Agg:
     set: int
     slot: int
     exponent: int = 0
-    reserved: int = 0
+    nonfinite: int = 0
     packet_id: int = 0
     block: int = 0
     next: int = 0
@@ -145,7 +146,7 @@ class Agg:
             self.job_id,
             (self.set << 15) | self.slot,
             self.exponent,
-            self.reserved,
+            self.nonfinite,
             self.packet_id,
             self.block,
             self.next,
@@ -626,7 +627,7 @@ def result_agg(
     packet_id: int = 0,
     block: int = 0,
     next_: int = 0,
-    reserved: int = 0,
+    nonfinite: int = 0,
     retransmit: bool = False,
 ) -> Agg:
     """The result docs/protocol.md prescribes (flags derived from the arguments)."""
@@ -639,7 +640,7 @@ def result_agg(
         set_,
         slot,
         exponent,
-        reserved,
+        nonfinite,
         packet_id,
         block,
         next_,
@@ -672,8 +673,8 @@ def model_result(
     """The result of a cell whose admitted, distinct contributions are ``contributions``, as
     the packet ``trigger`` (the completing one, or a retransmission) carries it out: lanes
     summed modulo 2^32 (header-only = zeros; none with a payload = no payload), the maximum
-    exponent, the minimum ``next`` (sparse) or the trigger's (dense), the trigger's rank,
-    packetId, block and reserved byte."""
+    exponent, the OR of the ``nonfinite`` bytes, the minimum ``next`` (sparse) or the
+    trigger's (dense), the trigger's rank, packetId and block."""
     assert contributions
     payload = any(c.values is not None for c in contributions)
     values = wrapped_sum((c.values for c in contributions), fabric.k) if payload else None
@@ -691,6 +692,6 @@ def model_result(
         packet_id=trigger.packet_id,
         block=trigger.block,
         next_=next_,
-        reserved=trigger.reserved,
+        nonfinite=functools.reduce(operator.or_, (c.nonfinite for c in contributions)),
         retransmit=retransmit,
     )

@@ -203,7 +203,9 @@ def describe(agg: Agg) -> str:
     return (
         f"type {agg.msg_type} flags 0x{agg.flags:x} rank {agg.rank} job {agg.job_id} "
         f"set {agg.set} slot {agg.slot} exponent {agg.exponent} packetId 0x{agg.packet_id:x} "
-        f"block {agg.block} next 0x{agg.next:x} key 0x{agg.key:08x}; elements {vals}"
+        f"block {agg.block} next 0x{agg.next:x} key 0x{agg.key:08x}"
+        + (f" nonfinite 0x{agg.nonfinite:x}" if agg.nonfinite else "")
+        + f"; elements {vals}"
     )
 
 
@@ -377,6 +379,64 @@ def sparse_stream() -> Stf:
     return s
 
 
+def nonfinite(program: str) -> Stf:
+    mt = MSG_DENSE if program == "dense" else MSG_SPARSE
+    s = Stf(
+        f"p4reduce_{program}_nonfinite",
+        program,
+        "the nonfinite byte (NF_NAN 0x1, NF_POS_INF 0x2, NF_NEG_INF 0x4) is OR'ed over the "
+        "contributions of a cell and returned in the multicast result and in a retransmission "
+        "answer; a duplicate adds nothing; the next use of the cell starts from the first "
+        "contribution's bits (reset like the exponent)",
+    )
+    static_config(s)
+    w0 = Host(0, 1, "02:00:00:00:04:00", "10.0.4.1", 40400)
+    w1 = Host(1, 2, "02:00:00:00:04:01", "10.0.4.2", 40401)
+    key = 0x4E414E21
+    job_config(s, 21, 6, 40, 4, [w0, w1], key)
+    end = NEXT_END if mt == MSG_SPARSE else 0
+    v1 = tuple(3 * i - 90 for i in range(K))
+    s.c()
+    s.c("Slot 2, set 0: w0's block held +Inf (sent header-only, exponent 0, bits 0x2), w1's held")
+    s.c("-Inf and finite values (payload, bits 0x4).")
+    a0 = Agg(mt, FLAG_NO_PAYLOAD, 0, 21, 0, 2, 0, 0x2, 0x70, 6, end, key=key)
+    a1 = Agg(mt, 0, 1, 21, 0, 2, 131, 0x4, 0x71, 6, end, v1, key=key)
+    s.c(f"1. w0: {describe(a0)}  -> absorbed")
+    s.packet(w0.port, to_switch(w0, a0))
+    dup = replace(a0, nonfinite=0x1)
+    s.c("2. w0 again, its bits changed to 0x1 (a duplicate into the open slot): not OR'ed in")
+    s.packet(w0.port, to_switch(w0, dup))
+    s.c(f"3. w1: {describe(a1)}  -> completes the slot")
+    s.packet(w1.port, to_switch(w1, a1))
+    fl = FLAG_RESULT | (FLAG_END if mt == MSG_SPARSE else 0)
+    r = Agg(mt, fl, 1, 21, 0, 2, 131, 0x6, 0x71, 6, end, v1, key=key)
+    s.c(f"   multicast with nonfinite 0x2 | 0x4 = 0x6: {describe(r)}")
+    s.expect(w0.port, result_to(w0, r))
+    s.expect(w1.port, result_to(w1, r))
+    s.c("4. w0 retransmits: the unicast answer carries the stored OR too")
+    s.packet(w0.port, to_switch(w0, a0))
+    r = Agg(mt, fl | FLAG_RETRANSMIT, 0, 21, 0, 2, 131, 0x6, 0x70, 6, end, v1, key=key)
+    s.expect(w0.port, result_to(w0, r))
+    s.c("5. set 1 of slot 2, both finite (bits 0): result bits 0")
+    b0 = Agg(mt, FLAG_NO_PAYLOAD, 0, 21, 1, 2, 0, 0, 0x72, 10, end, key=key)
+    b1 = Agg(mt, FLAG_NO_PAYLOAD, 1, 21, 1, 2, 0, 0, 0x73, 10, end, key=key)
+    s.packet(w0.port, to_switch(w0, b0))
+    s.packet(w1.port, to_switch(w1, b1))
+    r = Agg(mt, fl | FLAG_NO_PAYLOAD, 1, 21, 1, 2, 0, 0, 0x73, 10, end, key=key)
+    s.expect(w0.port, result_to(w0, r))
+    s.expect(w1.port, result_to(w1, r))
+    s.c("6. set 0 again: w1 first with bits 0x1 (NaN), then w0 with 0: the stored 0x6 is gone")
+    c1 = Agg(mt, FLAG_NO_PAYLOAD, 1, 21, 0, 2, 0, 0x1, 0x75, 14, end, key=key)
+    c0 = Agg(mt, 0, 0, 21, 0, 2, 140, 0, 0x74, 14, end, v1, key=key)
+    s.packet(w1.port, to_switch(w1, c1))
+    s.packet(w0.port, to_switch(w0, c0))
+    r = Agg(mt, fl, 0, 21, 0, 2, 140, 0x1, 0x74, 14, end, v1, key=key)
+    s.c(f"   {describe(r)}")
+    s.expect(w0.port, result_to(w0, r))
+    s.expect(w1.port, result_to(w1, r))
+    return s
+
+
 def arp_forwarding(program: str) -> Stf:
     s = Stf(
         f"p4reduce_{program}_arp_forwarding",
@@ -442,6 +502,8 @@ def all_stfs() -> list[Stf]:
         dense_one_worker(),
         dense_two_workers(),
         sparse_stream(),
+        nonfinite("dense"),
+        nonfinite("sparse"),
         arp_forwarding("dense"),
         arp_forwarding("sparse"),
     ]

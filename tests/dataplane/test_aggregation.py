@@ -3,7 +3,7 @@
 One worker; n workers in every arrival order; the n−1 absorbed contributions; a duplicate
 into an open slot that is never added; a retransmission after completion answered by
 unicast out of its ingress port with FLAG_RETRANSMIT; set alternation with the implicit
-reset; exponent maximum (unsigned); int32 wrap-around at the limits; header-only blocks;
+reset; exponent maximum (unsigned); the OR of the non-finite bits, reset with the cell; int32 wrap-around at the limits; header-only blocks;
 K = 256 and 1024 (payloads of K − 1 and K + 1 elements are in test_bad_input.py). Every result frame is checked field by field against an independent model
 (fabric.model_result), never against the switch's own output.
 """
@@ -65,7 +65,9 @@ def test_one_worker(program: str) -> None:
     job = fab.add_job(job_id=7, index=1, n=1, base=0, count=8)
     w = job.workers[0]
     values = tuple(range(-32, 32))
-    a = w.agg(3, 0, values, exponent=130, packet_id=0xDEADBEEF, block=3, next=0x1234, reserved=0x5A)
+    a = w.agg(
+        3, 0, values, exponent=130, packet_id=0xDEADBEEF, block=3, next=0x1234, nonfinite=0x5A
+    )
     out = fab.send(w.port, w.frame(a))
     # the single contribution completes the slot: one multicast replica, to the worker
     assert len(out) == 1 and out[0][0] == w.port
@@ -215,7 +217,9 @@ def test_set_alternation(program: str) -> None:
     slot, abs_slot = 5, 25
     rng = random.Random(2)
 
-    def use(set_: int, exps: tuple[int, int], nexts: tuple[int, int]) -> dict[int, Agg]:
+    def use(
+        set_: int, exps: tuple[int, int], nexts: tuple[int, int], nf: tuple[int, int] = (0, 0)
+    ) -> dict[int, Agg]:
         return {
             r: job.workers[r].agg(
                 slot,
@@ -223,19 +227,20 @@ def test_set_alternation(program: str) -> None:
                 rand_block(rng, fab.k),
                 exponent=exps[r],
                 next=nexts[r],
+                nonfinite=nf[r],
                 packet_id=rng.getrandbits(32),
                 block=rng.getrandbits(32),
             )  # fmt: skip
             for r in (0, 1)
         }
 
-    u0 = use(0, (200, 10), (7, 8))
+    u0 = use(0, (200, 10), (7, 8), (0x1, 0x4))  # non-finite bits: OR'ed like the max
     assert fab.send(w0.port, w0.frame(u0[0])) == []
     out = fab.send(w1.port, w1.frame(u0[1]))
     check_multicast(fab, job, out, model_result(fab, list(u0.values()), u0[1]))
     assert bitmaps.cp_read(abs_slot) == 0b11  # set 0: both; set 1: none
 
-    u1 = use(1, (3, 4), (NEXT_END, 30))
+    u1 = use(1, (3, 4), (NEXT_END, 30), (0x2, 0))
     assert fab.send(w0.port, w0.frame(u1[0])) == []
     # worker 0's bit moved from set 0 to set 1 (the implicit reset)
     assert bitmaps.cp_read(abs_slot) == (0b01 << 32) | 0b10
@@ -248,12 +253,15 @@ def test_set_alternation(program: str) -> None:
     check_multicast(fab, job, out, model_result(fab, list(u1.values()), u1[1]))
     assert bitmaps.cp_read(abs_slot) == 0b11 << 32
 
-    # set 0 again: the first contribution overwrites (lanes, exponent, next, count)
+    # set 0 again: the first contribution overwrites (lanes, exponent, next, count, and the
+    # non-finite bits: set 0's stored 0x5 is gone)
     u2 = use(0, (1, 2), (100, 90))
     out = fab.send(w1.port, w1.frame(u2[1]))
     assert out == []
     out = fab.send(w0.port, w0.frame(u2[0]))
-    check_multicast(fab, job, out, model_result(fab, list(u2.values()), u2[0]))
+    expect = model_result(fab, list(u2.values()), u2[0])
+    assert expect.nonfinite == 0
+    check_multicast(fab, job, out, expect)
     u3 = use(1, (0, 0), (NEXT_END, NEXT_END))
     fab.send(w0.port, w0.frame(u3[0]))
     out = fab.send(w1.port, w1.frame(u3[1]))

@@ -1,5 +1,5 @@
 """Property: for 1..8 workers, any arrival order with duplicates interleaved (before and
-after completion), payload or header-only contributions and int32 values including the
+after completion), payload or header-only contributions, non-finite bits, and int32 values including the
 limits, the slot's result is the wrapped sum of each worker's block counted once; every
 worker gets exactly one multicast result; duplicates before completion get nothing and
 duplicates after it get exactly one unicast answer; the counters agree.
@@ -38,6 +38,7 @@ def scenarios(draw: st.DrawFn):
     blocks = draw(st.lists(block, min_size=n, max_size=n))
     exponents = draw(st.lists(st.integers(0, 255), min_size=n, max_size=n))
     nexts = draw(st.lists(st.integers(0, 2**32 - 1), min_size=n, max_size=n))
+    nonfinite = draw(st.lists(st.sampled_from([0, 0, 1, 2, 4, 7, 0xF8]), min_size=n, max_size=n))
     order = draw(st.permutations(range(n)))
     # duplicates: (rank, position in the final sequence), each after that rank's first send
     dups = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, 3 * n)), max_size=2 * n))
@@ -48,20 +49,22 @@ def scenarios(draw: st.DrawFn):
     slot = draw(st.integers(0, 15))
     set_ = draw(st.integers(0, 1))
     prior = draw(st.booleans())  # an earlier completed use of the other set first
-    return n, blocks, exponents, nexts, seq, slot, set_, prior
+    return n, blocks, exponents, nexts, nonfinite, seq, slot, set_, prior
 
 
 @pytest.mark.parametrize("program", ["dense", "sparse"])
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenario=scenarios())
 def test_any_order_with_duplicates(program: str, scenario) -> None:
-    n, blocks, exponents, nexts, seq, slot, set_, prior = scenario
+    n, blocks, exponents, nexts, nonfinite, seq, slot, set_, prior = scenario
     fab = Fabric(program)
     job = fab.add_job(job_id=60, index=5, n=n, base=100, count=16)
     counts = {EV_COMPLETION: 0, EV_CONTRIBUTION: 0, EV_DUPLICATE: 0, EV_RETRANSMIT: 0}
     sent_results = 0
     if prior:
-        old = [w.agg(slot, 1 - set_, (7,) * K, exponent=255, next=0) for w in job.workers]
+        old = [
+            w.agg(slot, 1 - set_, (7,) * K, exponent=255, next=0, nonfinite=7) for w in job.workers
+        ]
         for w, a in zip(job.workers, old, strict=True):
             out = fab.send(w.port, w.frame(a))
         check_multicast(fab, job, out, model_result(fab, old, old[-1]))
@@ -75,6 +78,7 @@ def test_any_order_with_duplicates(program: str, scenario) -> None:
             blocks[w.rank],
             exponent=exponents[w.rank],
             next=nexts[w.rank],
+            nonfinite=nonfinite[w.rank],
             packet_id=w.rank,
         )  # fmt: skip
         for w in job.workers

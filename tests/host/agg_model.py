@@ -17,7 +17,7 @@ import numpy as np
 
 RESULT, NO_PAYLOAD, RETRANSMIT, END = 0x1, 0x2, 0x4, 0x8
 NEXT_END = 0xFFFFFFFF
-# type|flags rank job set|slot exp reserved pid block next key
+# type|flags rank job set|slot exp nonfinite pid block next key
 HDR = struct.Struct(">BBHHBBIIII")
 
 
@@ -37,6 +37,7 @@ class ModelSwitch:
         self.count = [[0, 0] for _ in range(self.slots)]
         self.has_data = [[False, False] for _ in range(self.slots)]
         self.exponent = [[0, 0] for _ in range(self.slots)]
+        self.nonfinite = [[0, 0] for _ in range(self.slots)]
         self.next_min = [[0, 0] for _ in range(self.slots)]
         self.lanes = np.zeros((self.slots, 2, self.k), dtype=np.uint32)
 
@@ -44,7 +45,7 @@ class ModelSwitch:
         if len(data) < HDR.size:
             self.counters["malformed"] += 1
             return []
-        tf, prank, job, ss, exp, res, pid, block, nxt, key = HDR.unpack_from(data)
+        tf, prank, job, ss, exp, nf, pid, block, nxt, key = HDR.unpack_from(data)
         mtype, flags = tf >> 4, tf & 0xF
         if job != self.job_id:
             self.counters["unknown_sender"] += 1
@@ -78,12 +79,14 @@ class ModelSwitch:
             self.count[slot][st] = 1
             self.has_data[slot][st] = has_payload
             self.exponent[slot][st] = exp
+            self.nonfinite[slot][st] = nf
             self.next_min[slot][st] = nxt
             self.lanes[slot, st] = payload if has_payload else 0
         elif not dup:
             self.count[slot][st] += 1
             self.has_data[slot][st] |= has_payload
             self.exponent[slot][st] = max(self.exponent[slot][st], exp)
+            self.nonfinite[slot][st] |= nf
             self.next_min[slot][st] = min(self.next_min[slot][st], nxt)
             if has_payload:
                 self.lanes[slot, st] += payload  # uint32: wraps modulo 2^32
@@ -106,7 +109,7 @@ class ModelSwitch:
             self.job_id,
             (st << 15) | slot,
             self.exponent[slot][st],
-            res,
+            self.nonfinite[slot][st],
             pid,
             block,
             out_next,

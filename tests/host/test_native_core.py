@@ -53,9 +53,10 @@ def twin_job(
     dup: float,
     garble: float,
     seed: int,
+    nonfinite: float = 0.0,
 ) -> None:
     rng = np.random.default_rng(seed)
-    calls = [[make_tensor(rng, m, k, dtype, density) for _ in range(n)] for m in sizes]
+    calls = [[make_tensor(rng, m, k, dtype, density, nonfinite) for _ in range(n)] for m in sizes]
     switch = ModelSwitch(n=n, k=k, job_id=JOB, slots=slots, msg_type=msg_type, key=KEY)
     twins = [
         TwinSession(
@@ -82,7 +83,7 @@ def twin_job(
         for r in range(n):
             o = sim.workers[r].outcomes[c]
             assert o.done, o.error
-            assert np.array_equal(o.result, ref), f"call {c}, worker {r}: wrong sum"
+            assert np.array_equal(o.result, ref, equal_nan=True), f"call {c}, worker {r}"
 
 
 @st.composite
@@ -101,6 +102,8 @@ def twin_params(draw) -> dict:
         dup=draw(st.sampled_from([0.0, 0.1])),
         garble=draw(st.sampled_from([0.0, 0.2])),
         seed=draw(st.integers(0, 2**31 - 1)),
+        # NaN/±Inf in float32 blocks: the nonfinite bits in packets and results
+        nonfinite=draw(st.sampled_from([0.0, 0.0, 0.01, 0.2])),
     )
 
 
@@ -193,7 +196,8 @@ def _fuzz(seed: int, rounds: int) -> None:
         )
         kw["retry"] = RETRY
         twin = TwinSession(garble=1.0, seed=seed * 1000 + i, **kw)  # type: ignore[arg-type]
-        x = make_tensor(np.random.default_rng(i), rng.randrange(1, 20 * k), k, dtype, 0.5)
+        nf = rng.choice([0.0, 0.05])  # NaN/±Inf in some float32 blocks
+        x = make_tensor(np.random.default_rng(i), rng.randrange(1, 20 * k), k, dtype, 0.5, nf)
         call = twin.allreduce(x)
         acts = call.start(0.0)
         now = 0.0
@@ -212,7 +216,7 @@ def _fuzz(seed: int, rounds: int) -> None:
                 assert call.on_packet(junk, now) == []
         assert call.state == "done"
         ref = reference([x], k, kw["slots"], msg_type == wire.MSG_SPARSE)
-        assert np.array_equal(call.result, ref)
+        assert np.array_equal(call.result, ref, equal_nan=True)
 
 
 def test_fuzzed_results_are_counted_and_dropped_alike() -> None:
@@ -288,6 +292,9 @@ _ASAN_SCRIPT = textwrap.dedent(
                loss=0.2, dup=0.1, garble=0.2, seed=5)
     t.twin_job(n=3, k=8, slots=3, msg_type=2, dtype=t.np.int32, sizes=[200, 9], density=0.3,
                loss=0.2, dup=0.1, garble=0.2, seed=6)
+    for msg_type in (1, 2):  # NaN/±Inf: the nonfinite bits both ways
+        t.twin_job(n=3, k=8, slots=3, msg_type=msg_type, dtype=t.np.float32, sizes=[200],
+                   density=0.5, loss=0.2, dup=0.1, garble=0.2, seed=7, nonfinite=0.05)
     # the native driver (recvmmsg/sendmmsg, the GIL released) against a lossy reflector
     sys.path.insert(0, sys.argv[4])
     from reflector import Reflector
@@ -346,3 +353,45 @@ def test_under_address_and_undefined_behaviour_sanitizers(tmp_path: Path) -> Non
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
     assert "sanitized run ok" in done.stdout
+
+
+@pytest.mark.parametrize("msg_type", [wire.MSG_DENSE, wire.MSG_SPARSE])
+def test_nonfinite_bits_travel_alike(msg_type: int) -> None:
+    """NaN, +Inf and -Inf in some workers' blocks (zero blocks of the others too): both
+    cores send the same bits, take the same OR from the results and fill the same blocks
+    with NaN or the infinity; the strict mode raises in both before anything is sent."""
+    n, k, slots = 3, 8, 3
+    xs = [np.zeros(100, np.float32) for _ in range(n)]
+    for r, x in enumerate(xs):
+        x[r::7] = r + 1.5
+    xs[0][3] = np.nan  # block 0: NaN
+    xs[1][9] = np.inf  # block 1: +Inf only
+    xs[2][17] = -np.inf  # block 2: +Inf and -Inf -> NaN
+    xs[0][18] = np.inf
+    xs[2][40] = -np.inf  # block 5: -Inf only
+    xs[1][90] = np.inf  # block 11: +Inf
+    switch = ModelSwitch(n=n, k=k, job_id=JOB, slots=slots, msg_type=msg_type, key=KEY)
+    twins = [
+        TwinSession(
+            rank=r, n=n, job_id=JOB, job_key=KEY, slots=slots, k=k, msg_type=msg_type, retry=RETRY
+        )
+        for r in range(n)
+    ]
+    sim = Sim(switch, twins, seed=3, loss_up=0.2, loss_down=0.2, dup=0.1)  # type: ignore[arg-type]
+    for r in range(n):
+        sim.enqueue(r, [xs[r]])
+    sim.run(until=1e6)
+    ref = reference(xs, k, slots, msg_type == wire.MSG_SPARSE)
+    assert np.isnan(ref[0:8]).all() and (ref[8:16] == np.inf).all()
+    assert np.isnan(ref[16:24]).all() and (ref[40:48] == -np.inf).all()
+    assert np.isfinite(ref[24:40]).all() and np.isfinite(ref[48:88]).all()
+    assert (ref[88:96] == np.inf).all() and np.isfinite(ref[96:]).all()
+    for w in sim.workers:
+        assert w.outcomes[0].done and np.array_equal(w.outcomes[0].result, ref, equal_nan=True)
+    for engine in ("python", "native"):
+        strict = Session(
+            rank=0, n=n, job_id=JOB, job_key=KEY, slots=2, engine=engine, nonfinite="raise"
+        )
+        with pytest.raises(ValueError, match="non-finite"):
+            strict.allreduce(xs[0])
+        assert strict.next_call == 0 and strict.current is None

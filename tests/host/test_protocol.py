@@ -100,8 +100,9 @@ def test_other_dtypes_are_refused() -> None:
 
 
 def test_non_finite_input_raises_before_anything_and_keeps_the_session() -> None:
+    """nonfinite="raise", the strict mode."""
     for mt in (wire.MSG_DENSE, wire.MSG_SPARSE):
-        s = session(msg_type=mt)
+        s = session(msg_type=mt, nonfinite="raise")
         x = np.ones(20, np.float32)
         x[13] = np.nan
         with pytest.raises(Q.NonFiniteError, match="index 13"):
@@ -114,6 +115,29 @@ def test_non_finite_input_raises_before_anything_and_keeps_the_session() -> None
         )
         assert isinstance(out, Done) and call.call_id == 0
         assert np.array_equal(out.result, np.ones(20, np.float32))
+
+
+@pytest.mark.parametrize("mt", [wire.MSG_DENSE, wire.MSG_SPARSE])
+def test_non_finite_blocks_travel_as_zeros_with_their_bits(mt: int) -> None:
+    """The default, nonfinite="propagate" (docs/protocol.md, "Non-finite values"): a block
+    with NaN/±Inf goes header-only with exponent 0 and its bits, a zero block elsewhere
+    in the tensor stays zero (sparse: the non-finite block travels although its other
+    elements are 0), and the whole block comes back non-finite."""
+    s = session(msg_type=mt, slots=2)
+    x = np.zeros(5 * K, np.float32)
+    x[0 * K + 1] = np.nan  # block 0: NaN
+    x[1 * K + 2], x[1 * K + 3] = np.inf, 7.0  # block 1: +Inf
+    x[2 * K], x[2 * K + 1] = np.inf, -np.inf  # block 2: both -> NaN
+    x[3 * K + K - 1] = -np.inf  # block 3: -Inf
+    x[4 * K] = 2.5  # block 4: finite
+    call, out = drive_alone(s, x, ModelSwitch(n=1, k=K, job_id=JOB, slots=2, msg_type=mt, key=KEY))
+    assert isinstance(out, Done)
+    r = out.result.reshape(5, K)
+    assert np.isnan(r[0]).all() and (r[1] == np.inf).all() and np.isnan(r[2]).all()
+    assert (r[3] == -np.inf).all() and r[4][0] == 2.5 and not r[4][1:].any()
+    assert call._nf.tolist() == [wire.NF_NAN, wire.NF_POS_INF, 6, wire.NF_NEG_INF, 0]
+    with pytest.raises(ValueError, match="nonfinite='maybe'"):
+        session(nonfinite="maybe")
 
 
 def test_empty_tensor_is_done_at_start_and_uses_a_call_number() -> None:

@@ -25,7 +25,7 @@ RETRY = RetryPolicy(initial_timeout=0.005, multiplier=2.0, max_timeout=0.04, giv
 
 
 def make_tensor(
-    rng: np.random.Generator, m: int, k: int, dtype: type, density: float
+    rng: np.random.Generator, m: int, k: int, dtype: type, density: float, nonfinite: float = 0.0
 ) -> np.ndarray:
     b = -(-m // k)
     if dtype == np.int32:
@@ -38,6 +38,9 @@ def make_tensor(
         x = (rng.standard_normal(m) * scale).astype(np.float32)
     keep = (rng.random(b) < density).repeat(k)[:m]  # zero blocks
     x[~keep] = 0
+    if nonfinite and dtype == np.float32:  # NaN/±Inf at random places, zero blocks too
+        bad = np.flatnonzero(rng.random(m) < nonfinite)
+        x[bad] = rng.choice(np.array([np.nan, np.inf, -np.inf], dtype=np.float32), bad.size)
     return x
 
 
@@ -55,9 +58,10 @@ def run_job(
     dup: float,
     seed: int,
     engine: str = "python",
+    nonfinite: float = 0.0,
 ) -> None:
     rng = np.random.default_rng(seed)
-    calls = [[make_tensor(rng, m, k, dtype, density) for _ in range(n)] for m in sizes]
+    calls = [[make_tensor(rng, m, k, dtype, density, nonfinite) for _ in range(n)] for m in sizes]
     switch = ModelSwitch(n=n, k=k, job_id=JOB, slots=slots, msg_type=msg_type, key=KEY)
     sessions = [
         Session(
@@ -88,7 +92,7 @@ def run_job(
             assert o.done, o.error
             assert o.call_id == c
             assert o.result.dtype == dtype and o.result.shape == tensors[r].shape
-            assert np.array_equal(o.result, ref), f"call {c}, worker {r}: wrong sum"
+            assert np.array_equal(o.result, ref, equal_nan=True), f"call {c}, worker {r}"
             assert o.stats.packets_sent - o.stats.retransmissions == first
             assert o.stats.malformed == 0 and o.stats.foreign == 0
     for s in sessions:  # every worker ends at the same set per slot
@@ -192,3 +196,14 @@ def test_heavy_loss_still_completes(engine: str) -> None:
             dup=0.2,
             seed=3,
         )
+
+
+@pytest.mark.parametrize("msg_type", [wire.MSG_DENSE, wire.MSG_SPARSE])
+@pytest.mark.parametrize("engine", ENGINES)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(p=job(), rate=st.sampled_from([0.002, 0.02, 0.2]))
+def test_nonfinite_float32(msg_type: int, engine: str, p: dict, rate: float) -> None:
+    """NaN/±Inf in some workers' blocks (zero blocks too, so sparse must send them): every
+    worker gets each such block back as NaN or the infinity, the other blocks exact, within
+    the call, through loss, duplication and reordering."""
+    run_job(msg_type=msg_type, dtype=np.float32, engine=engine, nonfinite=rate, **p)

@@ -383,3 +383,32 @@ def test_bufsize_is_restored() -> None:
     q = Q.quantize(blocks, Q.block_exponents(blocks), 4)
     Q.dequantize(q, Q.block_exponents(blocks), 3)
     assert np.getbufsize() == before
+
+
+@pytest.mark.parametrize("kernel", [True, False])
+def test_nonfinite_split_and_fill(kernel: bool) -> None:
+    """split_nonfinite: per-block NF_* bits, those rows zeroed and given exponent 0, the
+    others' exponents unchanged (with and without the compiled kernel); "raise" raises;
+    apply_nonfinite: NaN for the NaN bit or both infinities, else the one infinity."""
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal((6, 8)) * 100).astype(np.float32)
+    x[0, 3] = np.nan
+    x[1, 0] = np.inf
+    x[2, 7], x[2, 1] = np.inf, -np.inf
+    x[3, 2] = -np.inf
+    x[4, 4], x[4, 5] = np.nan, np.inf
+    want_e = Q.block_exponents(x[5:])
+    with mock.patch.object(Q, "_C", Q._C if kernel else None):
+        with pytest.raises(Q.NonFiniteError):
+            Q.split_nonfinite(x.copy(), "raise")
+        b = x.copy()
+        e, bits = Q.split_nonfinite(b, "propagate")
+    assert bits.tolist() == [Q.NF_NAN, Q.NF_POS_INF, 6, Q.NF_NEG_INF, 3, 0]
+    assert not b[:5].any() and np.array_equal(b[5], x[5])
+    assert e[:5].tolist() == [0] * 5 and e[5] == want_e[0]
+    out = np.ones((6, 8), np.float32)
+    Q.apply_nonfinite(out, bits)
+    assert np.isnan(out[[0, 2, 4]]).all() and (out[1] == np.inf).all()
+    assert (out[3] == -np.inf).all() and (out[5] == 1).all()
+    with pytest.raises(ValueError, match="nonfinite='x'"):
+        Q.check_nonfinite_mode("x")

@@ -89,17 +89,17 @@ def test_header_bytes_follow_the_table() -> None:
     set_=st.integers(0, 1),
     slot=st.integers(0, 0x7FFF),
     exponent=st.integers(0, 255),
-    reserved=st.integers(0, 255),
+    nonfinite=st.integers(0, 255),
     packet_id=st.integers(0, 2**32 - 1),
     block=st.integers(0, 2**32 - 1),
     next_=st.integers(0, 2**32 - 1),
     key=st.integers(0, 2**32 - 1),
 )
 def test_header_round_trip(
-    msg_type, flags, rank, job_id, set_, slot, exponent, reserved, packet_id, block, next_, key
+    msg_type, flags, rank, job_id, set_, slot, exponent, nonfinite, packet_id, block, next_, key
 ) -> None:
     h = AggHeader(
-        msg_type, flags, rank, job_id, set_, slot, exponent, packet_id, block, next_, reserved, key
+        msg_type, flags, rank, job_id, set_, slot, exponent, packet_id, block, next_, nonfinite, key
     )
     assert wire.unpack_header(wire.pack_header(h)) == h
 

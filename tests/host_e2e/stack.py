@@ -100,13 +100,14 @@ class Stack:
     grpc: str = ""
     next_job: int = 1
     loss_ports: set[int] = field(default_factory=set)
+    switch_args: list[str] = field(default_factory=list)  # e.g. ["--engine", "python"]
 
     def start(self) -> Stack:
         args = [str(BIN / "p4reduce-switch"), str(self.prefix.with_suffix(".json"))]
         for i, s in enumerate(self.pool):
             args += ["-i", f"{i + 1}@udp:127.0.0.1:{s.getsockname()[1]}"]
         args += ["--udp-listen", f"127.0.0.1:{self.agg_port}"]
-        args += ["--grpc-server-addr", "127.0.0.1:0", "--log-level", "warn"]
+        args += ["--grpc-server-addr", "127.0.0.1:0", "--log-level", "warn", *self.switch_args]
         self.switch = Process(args, "ready")
         m = re.search(r"P4Runtime ([\d.]+:\d+)", self.switch.line)
         assert m, self.switch.line
@@ -177,6 +178,7 @@ class Stack:
         first: int = 0,
         auto_recover: bool = True,
         engine: str = "native",
+        nonfinite: str = "propagate",
     ) -> list[AllreduceSession]:
         """n workers join a new job concurrently; returns their sessions by rank. Rank r
         uses pool socket ``first + r`` (switch port ``first + r + 1``)."""
@@ -189,7 +191,7 @@ class Stack:
             return AllreduceSession.join(
                 self.url, job, rank, n, sock=self.pool[first + rank].dup(),
                 switch_port=first + rank + 1, slots=slots, timeout=timeout, retry=retry,
-                auto_recover=auto_recover, secret=secret, engine=engine,
+                auto_recover=auto_recover, secret=secret, engine=engine, nonfinite=nonfinite,
             )  # fmt: skip
 
         with concurrent.futures.ThreadPoolExecutor(n) as ex:

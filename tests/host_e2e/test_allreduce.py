@@ -313,7 +313,9 @@ def test_auto_mode_caches_its_decision_per_shape(sparse: Jobs) -> None:
 
 
 def test_argument_errors_send_nothing(dense: Jobs, sparse: Jobs) -> None:
-    sessions = dense.join(2, slots=4)
+    """Sessions in the strict non-finite mode (by default NaN/±Inf propagate, as in
+    test_nonfinite.py)."""
+    sessions = dense.join(2, slots=4, nonfinite="raise")
     s = sessions[0]
     x = np.ones(100, dtype=np.float32)
     before = s.transport_counters["sent"]
@@ -358,7 +360,7 @@ def test_argument_errors_send_nothing(dense: Jobs, sparse: Jobs) -> None:
     for r in run_all(sessions, xs):
         check(r, xs)
     # NaN under mode="auto" is refused before the agreement round
-    sp = sparse.join(1, slots=1)[0]
+    sp = sparse.join(1, slots=1, nonfinite="raise")[0]
     big = np.zeros(10 * K, dtype=np.float32)
     big[-1] = np.inf
     with pytest.raises(NonFiniteError):

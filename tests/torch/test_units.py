@@ -46,6 +46,7 @@ def test_the_backend_is_registered_on_import() -> None:
         ({"timeout": 0}, "timeout"),
         ({"chunk_elements": 0}, "chunk_elements"),
         ({"k": 32}, "k 32"),
+        ({"nonfinite": "ignore"}, "nonfinite .ignore."),
     ],
 )
 def test_options_are_checked(kw: dict, message: str) -> None:
