@@ -6,7 +6,8 @@ type checker; nothing else mutates the tree except where a pass documents it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .errors import SourcePos
@@ -498,3 +499,20 @@ class TableDecl(Decl):
 @dataclass(eq=False)
 class Program(Node):
     decls: list[Decl]
+
+
+def iter_syntax(roots: list[Any]) -> Iterator[Node]:
+    """The syntax nodes below ``roots`` in source order, following only the tree's own fields:
+    not the checker's annotations (a call's ``target`` is the called declaration), and not
+    type syntax, whose width expressions are compile-time constants by definition."""
+    stack: list[Any] = [list(roots)]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (list, tuple)):
+            stack.extend(reversed(node))
+            continue
+        if not isinstance(node, Node) or isinstance(node, TypeRef):
+            continue
+        yield node
+        children = [getattr(node, f.name) for f in fields(node)]
+        stack.extend(reversed([c for c in children if isinstance(c, (Node, list, tuple))]))

@@ -7,8 +7,6 @@ with dots; ``@name("x")`` replaces the local name and ``@name(".x")`` is absolut
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import fields
 from typing import Any
 
 from . import ast as A
@@ -729,20 +727,7 @@ def iter_nodes(roots: list[Any]):
                 stack.append(value)
 
 
-def iter_syntax(roots: list[Any]) -> Iterator[A.Node]:
-    """The syntax nodes below ``roots`` in source order, following only the tree's own fields
-    (not the checker's annotations: a call's ``target`` is the called declaration)."""
-    stack: list[Any] = [list(roots)]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (list, tuple)):
-            stack.extend(reversed(node))
-            continue
-        if not isinstance(node, A.Node) or isinstance(node, A.TypeRef):
-            continue
-        yield node
-        children = [getattr(node, f.name) for f in fields(node)]
-        stack.extend(reversed([c for c in children if isinstance(c, (A.Node, list, tuple))]))
+iter_syntax = A.iter_syntax  # digests.py and the P4Info walk use it by this name
 
 
 def build_model(checked: CheckedProgram) -> ControlPlaneModel:

@@ -19,7 +19,7 @@ says what counts for each rule and what is not checked (stages, PHV, hash widths
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import ast as A
@@ -64,24 +64,7 @@ def check_tofino(checked: CheckedProgram) -> None:
 # ------------------------------------------------------------------ tree walking
 
 
-def _nodes(roots: list[Any]) -> Iterator[A.Node]:
-    """The syntax nodes below ``roots`` in source order, following only the tree's own fields.
-
-    Unlike cpbuild.iter_nodes this does not follow the checker's annotations (a call's
-    ``target`` names the called action's declaration) and skips type syntax, whose width
-    expressions are compile-time constants by definition.
-    """
-    stack: list[Any] = [list(roots)]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (list, tuple)):
-            stack.extend(reversed(node))
-            continue
-        if not isinstance(node, A.Node) or isinstance(node, A.TypeRef):
-            continue
-        yield node
-        children = [getattr(node, f.name) for f in fields(node)]
-        stack.extend(reversed([c for c in children if isinstance(c, (A.Node, list, tuple))]))
+_nodes = A.iter_syntax
 
 
 def _earliest(nodes: list[A.Node]) -> A.Node | None:

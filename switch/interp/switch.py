@@ -42,6 +42,16 @@ class _Egress:
     truncate: int = 0
 
 
+def log_msg_text(fmt: str, values: tuple[Any, ...]) -> str:
+    """v1model log_msg's text: ``{}`` placeholders replaced by the values, in order (one
+    left without a value stays ``{}``); the native engine formats with this too."""
+    parts = fmt.split("{}")
+    text = parts[0]
+    for i, part in enumerate(parts[1:]):
+        text += (str(values[i]) if i < len(values) else "{}") + part
+    return text
+
+
 class V1Switch:
     def __init__(
         self,
@@ -79,10 +89,7 @@ class V1Switch:
 
     def log_msg(self, fmt: str, values: tuple[Any, ...]) -> None:
         """v1model log_msg: ``{}`` placeholders replaced by the values, in order."""
-        parts = fmt.split("{}")
-        text = parts[0]
-        for i, part in enumerate(parts[1:]):
-            text += (str(values[i]) if i < len(values) else "{}") + part
+        text = log_msg_text(fmt, values)
         log.info("log_msg: %s", text)
         self.log_messages.append(text)
         del self.log_messages[:-1000]

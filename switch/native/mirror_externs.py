@@ -19,6 +19,7 @@ from typing import Any
 from ..interp.hashes import DEFAULT_CRC_PARAMS, CrcParams, HashCalc
 from ..interp.meters import Meter as MeterCell
 from ..interp.runtime import P4RuntimeFault
+from ..interp.switch import log_msg_text
 from ..interp.tables import Table, TableEntry
 from .cexterns import EV_BOOL, EV_INT
 
@@ -262,11 +263,8 @@ def drain_events(sw: Any) -> P4RuntimeFault | None:
 
 
 def log_msg(sw: Any, fmt: str, values: tuple[Any, ...]) -> None:
-    """V1Switch.log_msg: ``{}`` placeholders replaced by the values, in order."""
-    parts = fmt.split("{}")
-    text = parts[0]
-    for i, part in enumerate(parts[1:]):
-        text += (str(values[i]) if i < len(values) else "{}") + part
+    """V1Switch.log_msg for the native engine: the same text, logger and bounded list."""
+    text = log_msg_text(fmt, values)
     log.info("log_msg: %s", text)
     sw._log_messages.append(text)
     del sw._log_messages[:-1000]

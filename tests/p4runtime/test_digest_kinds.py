@@ -79,9 +79,13 @@ def test_every_kind_is_delivered(harness: Harness) -> None:
     assert data["Kind"].bitstring == b"\x02"
 
 
-def test_native_engine_refuses_digest_with_a_clear_reason() -> None:
+def test_the_native_engine_runs_every_digest_kind() -> None:
+    """The native engine delivers digests itself (its values compared with the interpreter's
+    in tests/native/test_events.py), so this program is not refused."""
     from p4reduce.switch.interp.load import load_pipeline
+    from p4reduce.switch.native.build import compiler
     from p4reduce.switch.native.select import native_refusal
 
-    reason = native_refusal(load_pipeline(PROGRAM))
-    assert reason is not None and "digest() (sending digests to the controller)" in reason
+    if compiler() is None:
+        pytest.skip("no C compiler")
+    assert native_refusal(load_pipeline(PROGRAM)) is None
