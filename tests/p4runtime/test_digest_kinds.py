@@ -7,7 +7,6 @@ new_type through its original type, serializable enum as a bitstring).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,15 +19,6 @@ PROGRAM = Path(__file__).parent / "programs" / "digest_kinds.p4"
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory: pytest.TempPathFactory) -> Compiled:
     return compile_program(PROGRAM, tmp_path_factory.mktemp("digest_kinds"))
-
-
-@pytest.fixture
-def harness(compiled: Compiled) -> Iterator[Harness]:
-    h = Harness(compiled)
-    try:
-        yield h
-    finally:
-        h.close()
 
 
 def frame(dst: int, src: int, ethertype: int) -> bytes:
