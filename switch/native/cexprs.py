@@ -20,6 +20,17 @@ from typing import Any
 U64 = (1 << 64) - 1
 
 
+# operators whose C is the same infix on uint64_t for every operand (signed too)
+_INFIX = {
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.BitAnd: "&",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+}
+
+
 class Unsupported(Exception):
     """A construct the native engine does not run (yet); the program stays on Python."""
 
@@ -163,27 +174,17 @@ class ExprTx:
         a, b = self.expr(e.left), self.expr(e.right)
         if op in (ast.Mod, ast.FloorDiv) and (self.neg(e.left) or self.neg(e.right)):
             raise Unsupported(f"a signed division ({ast.unparse(e)})")
-        if op is ast.Sub:
-            # wraps modulo 2^64: a negative result is its two's complement (csigns.py)
-            return f"({a} - {b})"
+        if op in _INFIX:
+            # Sub wraps modulo 2^64: a negative result is its two's complement (csigns.py)
+            return f"({a} {_INFIX[op]} {b})"
         if op is ast.RShift and self.neg(e.left):
             if isinstance(e.right, ast.Constant) and 0 <= e.right.value < 64:
                 return f"((uint64_t)((int64_t){a} >> {b}))"
             return f"p4r_sar({a}, {b})"
-        if op is ast.Add:
-            return f"({a} + {b})"
-        if op is ast.Mult:
-            return f"({a} * {b})"
-        if op is ast.BitAnd:
-            return f"({a} & {b})"
         if op is ast.Mod:
             return f"({a} % {self.divisor(e.right)})"
         if op is ast.FloorDiv:
             return f"({a} / {self.divisor(e.right)})"
-        if op is ast.BitOr:
-            return f"({a} | {b})"
-        if op is ast.BitXor:
-            return f"({a} ^ {b})"
         if op is ast.LShift:
             if isinstance(e.right, ast.Constant) and 0 <= e.right.value < 64:
                 return f"({a} << {b})"
