@@ -194,6 +194,8 @@ class DeclsMixin(ParserBase):
 
     def skip_type_for_lookahead(self) -> None:
         """Skip over a type reference without knowing which names are types."""
+        if self.tok.kind == "eof":
+            return  # never past the end: the caller's typeref() then reports the end of file
         self.i += 1
         if self.at("<"):
             depth = 0
@@ -225,6 +227,8 @@ class DeclsMixin(ParserBase):
             self.expect("{")
             methods = []
             while not self.accept("}"):
+                if self.tok.kind == "eof":
+                    raise self.error("'}'")
                 methods.append(self.method_proto(name))
             self.pop()
             return A.ExternDecl(pos, name, tparams, methods)
