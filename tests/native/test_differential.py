@@ -76,6 +76,9 @@ BMV2_PROGRAMS = [
     "err_stack_out_of_bounds",
     "parser_lookahead",
     "parser_value_set",
+    # action profiles and selectors (random member, group and entry operations)
+    "profile_members",
+    "profile_selector",
 ]
 
 # programs written for this test (tests/native/p4/), each aimed at one construct's edges
