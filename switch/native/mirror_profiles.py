@@ -37,13 +37,18 @@ class _Synced(dict):  # type: ignore[type-arg]
     """A dict that calls ``sync`` after every change (members or groups of a profile)."""
 
     def __init__(self, data: dict[Any, Any], sync: Any, what: str) -> None:
-        super().__init__(data)
         self._sync, self._what = sync, what
+        for k in data:
+            self._check(k)
+        super().__init__(data)
 
-    def __setitem__(self, key: Any, value: Any) -> None:
+    def _check(self, key: Any) -> None:
         if not (isinstance(key, int) and 0 <= key < _ID_LIMIT):
             # the engine keys members and groups by a 64-bit id (P4Runtime's are 32-bit)
             raise ExternError(f"{self._what} id {key!r} is not in [0, 2^64)")
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._check(key)
         super().__setitem__(key, value)
         self._sync()
 
@@ -66,7 +71,10 @@ class _Synced(dict):  # type: ignore[type-arg]
         self._sync()
 
     def update(self, *args: Any, **kw: Any) -> None:
-        for k, v in dict(*args, **kw).items():
+        new = dict(*args, **kw)
+        for k in new:
+            self._check(k)
+        for k, v in new.items():
             dict.__setitem__(self, k, v)
         self._sync()
 

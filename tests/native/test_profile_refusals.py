@@ -65,3 +65,23 @@ def test_refused_in_one_line(tmp_path: Path, body: str, reason: str) -> None:
     assert sw.engine == "python"
     assert len(lines) == 1 and reason in lines[0] and "running the Python engine" in lines[0], lines
     assert sw.process(1, b"\x01\x02") == [(0, b"\x01\x02")]  # the interpreter runs it
+
+
+def test_ids_beyond_64_bits_are_the_writes_error() -> None:
+    """The engine keys members and groups by 64-bit ids (P4Runtime's are 32-bit): a larger
+    id is refused as the write's error, and the profile is left as it was."""
+    from p4reduce.switch.interp.externs import ExternError
+
+    root = Path(__file__).resolve().parents[2]
+    sw = make_switch(load_pipeline(root / "bmv2_tests" / "profile_selector.p4"), "native")
+    assert sw.engine == "native"
+    prof = sw.pipeline.profiles["ingress.sel"]
+    prof.add_member((1 << 64) - 1, "ingress.pick", [1, 1])
+    for bad in (1 << 64, -1):
+        with pytest.raises(ExternError, match=r"member id .* is not in \[0, 2\^64\)"):
+            prof.add_member(bad, "ingress.pick", [1, 1])
+        with pytest.raises(ExternError, match="group id"):
+            prof.set_group(bad, [(1 << 64) - 1])
+    assert list(prof.members) == [(1 << 64) - 1] and prof.groups == {}
+    sw.close()
+    assert list(prof.members) == [(1 << 64) - 1]  # back in Python, state kept
