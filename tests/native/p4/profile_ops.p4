@@ -1,7 +1,9 @@
 // Action profiles and selectors on both engines (tests/native/test_differential.py):
 // a selector over fields of an optional header (a field list with validity guards), a
 // selector with a custom CRC whose parameters change at run time, a profile shared by two
-// tables with the same actions, a direct counter on a profile table, hit/miss/action_run.
+// tables with the same actions, a direct counter on a profile table, a selector constructed
+// in the table (csum16) with a direct meter whose colour the member's action reads,
+// hit/miss/action_run.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -25,6 +27,7 @@ struct headers_t {
 struct meta_t {
     bit<8>  tag;
     bit<32> mark;
+    bit<8>  col;
 }
 
 parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
@@ -48,6 +51,7 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
     action_selector(HashAlgorithm.crc32_custom, 32w16, 32w32) selc;
     action_profile(32w16) shared;
     direct_counter(CounterType.packets_and_bytes) hits;
+    direct_meter<bit<8>>(MeterType.packets) dm;
 
     action fwd(bit<9> port, bit<8> tag) {
         sm.egress_spec = port;
@@ -58,6 +62,10 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
     }
     action drop() {
         mark_to_drop(sm);
+    }
+    action colour(bit<8> base) {
+        dm.read(meta.col);
+        hdr.l4.flags = base + meta.col;
     }
 
     table ecmp {
@@ -95,7 +103,20 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
         size = 16;
     }
 
+    table metered {
+        key = {
+            hdr.l4.isValid(): exact;
+            hdr.l4.dport: selector;
+            hdr.eth.src: selector;
+        }
+        actions = { colour; NoAction; }
+        implementation = action_selector(HashAlgorithm.csum16, 32w8, 32w16);
+        meters = dm;
+        size = 8;
+    }
+
     apply {
+        metered.apply();
         switch (ecmp.apply().action_run) {
             fwd: { hdr.eth.type = hdr.eth.type ^ 16w0x0100; }
             drop: { exit; }
