@@ -3,9 +3,10 @@
  * of simple_switch (docs/interpreter.md, "Semantics") around the generated stages.
  *
  * The generator writes, before including this file: P4R_NSLOTS, P4R_NTABLES, P4R_NREGS,
- * P4R_NCTRS, P4R_MAX_KEYS, P4R_MAX_ARGS, P4R_OUT_MAX, the standard_metadata slot numbers
- * (P4R_STD_*) and P4R_INIT (the slots' values on arrival); after it, the stage functions,
- * the table key and action-dispatch functions and the register/counter sizes. */
+ * P4R_NCTRS, P4R_NPROF (action profiles), P4R_MAX_KEYS, P4R_MAX_ARGS, P4R_OUT_MAX, the
+ * standard_metadata slot numbers (P4R_STD_*) and P4R_INIT (the slots' values on arrival);
+ * after it, the stage functions, the table key and action-dispatch functions and the
+ * register/counter sizes. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
