@@ -119,6 +119,12 @@ class ExternTx:
                 return f"p4r_meter_run(P->E, {m}, {idx}, {length}, P->now)"
         raise Unsupported(f"the call {ast.unparse(e)}")
 
+    def selector_hash(self, packed: ast.expr) -> str:
+        """An action selector's hash of its packed selector keys (``return _a`` of the
+        interpreter's selector function; the profile's ``hash_fn`` is ``HASH_<algo>``)."""
+        algo = self.objects.sel_fns[self.fn.name]
+        return self.call_value(ast.Call(ast.Name(f"HASH_{algo}", ast.Load()), [packed], []))
+
     def apply_result(self, e: ast.Call) -> str:
         f = e.func
         if (

@@ -15,7 +15,7 @@ from importlib import resources
 from typing import Any
 
 from ..interp.builder import Pipeline
-from ..interp.externs import Counter, Meter, Register, ValueSet
+from ..interp.externs import ActionProfile, Counter, Meter, Register, ValueSet
 from ..interp.tables import Table
 from .cexprs import U64, Unsupported, const
 from .csigns import Signs
@@ -70,6 +70,8 @@ class ProgramObjects:
     ix_tables: dict[str, tuple[int, ...]] = field(default_factory=dict)  # header stack slots
     vsets: dict[str, int] = field(default_factory=dict)  # namespace name -> C index
     vset_list: list[ValueSet] = field(default_factory=list)
+    profile_list: list[ActionProfile] = field(default_factory=list)  # C index -> profile
+    sel_fns: dict[str, str] = field(default_factory=dict)  # selector key fn -> hash algorithm
 
     def table_id(self, name: str) -> int | None:
         return self.tables.get(name)
@@ -195,6 +197,7 @@ def generate(pipeline: Pipeline) -> NativeProgram:
     parts.append(resources.files(__package__).joinpath("runtime/p4r_runtime.c").read_text())
     parts.append(meter_decls(objs))
     parts.append(resources.files(__package__).joinpath("runtime/p4r_externs.c").read_text())
+    parts.append(resources.files(__package__).joinpath("runtime/p4r_profiles.c").read_text())
     sizes = ", ".join(str(v.size) for v in objs.vset_list) or "0"
     nfields = ", ".join(str(len(v.widths)) for v in objs.vset_list) or "0"
     parts.append(f"static const uint32_t P4R_VS_SIZE[] = {{{sizes}}};")
@@ -258,6 +261,8 @@ def objects_signature(objs: ProgramObjects) -> str:
             ],
             sorted(objs.actions.items()),
             sorted(objs.pipeline.std.items()),
+            [(p.name, [objs.table_list.index(t) for t in p.tables]) for p in objs.profile_list],
+            sorted(objs.sel_fns.items()),
         )
     )
 
@@ -265,8 +270,6 @@ def objects_signature(objs: ProgramObjects) -> str:
 def check_objects(pipeline: Pipeline, objs: ProgramObjects) -> None:
     """Index the program's tables, registers and counters; refuse what C does not hold yet."""
     ns = pipeline.namespace
-    if pipeline.profiles:
-        raise Unsupported(f"{pipeline.name}: action profiles and selectors")
     objs.signed_slots = set(getattr(pipeline.storage, "signed", ()))
     for v in pipeline.storage.init:
         if not isinstance(v, (bool, int)):
@@ -309,6 +312,7 @@ def check_objects(pipeline: Pipeline, objs: ProgramObjects) -> None:
             objs.actions.setdefault(spec.name, len(objs.actions) + 1)
         if any(k.width > 64 for k in t.keys):
             raise Unsupported(f"{t.name}: a key wider than 64 bits")
+    check_profiles(pipeline, objs)
     for r in pipeline.registers.values():
         if r not in objs.register_list:
             raise Unsupported(f"{r.name}: a register the generated code does not name")
@@ -326,6 +330,35 @@ def check_objects(pipeline: Pipeline, objs: ProgramObjects) -> None:
             raise Unsupported(f"standard_metadata.{f} is missing")
 
 
+def check_profiles(pipeline: Pipeline, objs: ProgramObjects) -> None:
+    """Index the action profiles and selectors and their tables' selector key functions.
+
+    A member runs the action of the first of the profile's tables that lists it
+    (``ActionProfile.action_spec``), while C dispatches on the applying table's own action
+    list: the two agree only if every table sharing a profile has the same actions, bound the
+    same way, so a profile shared by tables whose actions differ is refused."""
+    for prof in pipeline.profiles.values():
+        objs.profile_list.append(prof)
+        shapes = {
+            repr(sorted((a, getattr(s.fn, "__name__", ""), s.params) for a, s in t.actions.items()))
+            for t in prof.tables
+        }
+        if len(shapes) > 1:
+            raise Unsupported(f"{prof.name}: a profile shared by tables with different actions")
+        for t in prof.tables:
+            if t not in objs.table_list:
+                raise Unsupported(f"{t.name}: a table the generated code does not name")
+            sel = getattr(t.selector_fn, "__name__", None)
+            if t.selector_fn is not None and prof.hash_fn is not None:
+                if sel is None or prof.selector_algo is None:
+                    raise Unsupported(f"{t.name}: the selector key")
+                objs.sel_fns[sel] = prof.selector_algo
+
+
+def profile_of(objs: ProgramObjects, t: Table) -> int | None:
+    return objs.profile_list.index(t.profile) if t.profile is not None else None
+
+
 def prelude(pipeline: Pipeline, objs: ProgramObjects, stage_fns: dict[str, str]) -> str:
     init = pipeline.storage.init
     nkeys = max([len(t.keys) for t in objs.table_list] + [1])
@@ -339,6 +372,7 @@ def prelude(pipeline: Pipeline, objs: ProgramObjects, stage_fns: dict[str, str])
         f"#define P4R_NMETERS {len(objs.meter_list)}",
         f"#define P4R_NCRC {len(objs.crcs)}",
         f"#define P4R_NVS {len(objs.vset_list)}",
+        f"#define P4R_NPROF {len(objs.profile_list)}",
         f"#define P4R_MAX_KEYS {nkeys}",
         f"#define P4R_MAX_ARGS {nargs}",
         f"#define P4R_OUT_MAX {max(objs.emit_total, 64)}",
@@ -384,7 +418,12 @@ def table_code(objs: ProgramObjects) -> str:
             lines.append(f"    if ((_rc = {kf}(S, P, key)) != P4R_OK) return _rc;")
         lines.append(f"    const p4r_entry *e = p4r_lookup(&P->E->tables[{i}], key);")
         lines.append(f"    if (!e) e = &P->E->tables[{i}].def;")
+        k = profile_of(objs, t)
+        if k is not None:
+            lines += profile_code(objs, i, k, t)
         lines += direct_code(i, t)
+        if k is not None:
+            lines.append("    if (_m) e = _m; /* the member's action runs */")
         lines.append("    *_res = e->hit | ((uint64_t)e->action << 1);")
         lines.append("    switch (e->action) {")
         for name, spec in t.actions.items():
@@ -451,6 +490,7 @@ def state_code(objs: ProgramObjects) -> str:
     lines.append("        free(E->dctr_pk[i]); free(E->dctr_by[i]); free(E->dmtr[i]);")
     lines.append("    }")
     lines.append("    free(E->ev);")
+    lines.append("    p4r_profiles_free(E);")
     lines.append(f"    for (int i = 0; i < {len(objs.counter_list)}; i++) {{")
     lines.append("        free(E->ctr_pk[i]); free(E->ctr_by[i]);")
     lines += ["    }", "}", "static void p4r_init_tables(p4r_engine *E) {"]
@@ -473,6 +513,36 @@ def meter_decls(objs: ProgramObjects) -> str:
         f"static const uint64_t P4R_MTR_SIZE[] = {{{sizes}}};\n"
         f"static const uint8_t P4R_MTR_BYTES[] = {{{units}}};"
     )
+
+
+def profile_code(objs: ProgramObjects, i: int, k: int, t: Table) -> list[str]:
+    """An entry that points into action profile k: its member, or for a group the member the
+    selector hash picks (ActionProfile.resolve: ``members[h % len(members)]``, h = 0 without
+    a selector). A missing or empty group makes the table miss: the default action runs and
+    the direct counter and meter are not touched."""
+    sel = getattr(t.selector_fn, "__name__", None)
+    hashed = sel in objs.sel_fns and t.profile.hash_fn is not None
+    out = [
+        "    const p4r_entry *_m = NULL;",
+        "    if (e->ref) {",
+        f"        const p4r_profile *_p = &P->E->prof[{k}];",
+        "        if (e->ref == 1) {",
+        "            _m = p4r_prof_member(_p, e->args[0]);",
+        "        } else {",
+        "            int64_t _g = p4r_prof_group(_p, e->args[0]);",
+        "            if (_g >= 0) {",
+        "                uint64_t _h = 0;",
+    ]
+    if hashed:
+        out.append(f"                if ((_rc = {sel}(S, P, &_h)) != P4R_OK) return _rc;")
+    out += [
+        "                _m = p4r_prof_choose(_p, _g, _h);",
+        "            }",
+        "        }",
+        f"        if (!_m) e = &P->E->tables[{i}].def;",
+        "    }",
+    ]
+    return out
 
 
 def direct_code(i: int, t: Table) -> list[str]:

@@ -147,7 +147,9 @@ class StmtTx(ExprTx, ExternTx):
                 self.out(f"_ret[{i}] = {self.expr(x)};")
             self.out("return P4R_OK;")
             return
-        if self.returns:
+        if self.fn.name in self.objects.sel_fns and v is not None:
+            self.out(f"*_ret = {self.selector_hash(v)};")  # an action selector's key: cexterns
+        elif self.returns:
             self.out(f"*_ret = {self.expr(v) if v is not None else '0'};")
         elif v is not None and not (isinstance(v, ast.Constant) and v.value is None):
             raise Unsupported(f"a value returned by {self.fn.name}")

@@ -42,6 +42,8 @@ from .mirror_externs import (
 )
 from .mirror_externs import bind as bind_externs
 from .mirror_externs import release_all as release_cells
+from .mirror_profiles import attach_profile, detach_profile, entry_ref, profile_words
+from .mirror_profiles import bind as bind_profiles
 
 try:  # the in-process packet path in C (setup.py builds it); else the ctypes path below
     from . import _batch
@@ -102,6 +104,7 @@ def _bind(lib: ctypes.CDLL) -> None:
     lib.p4r_faults.restype = U64
     bind_externs(lib)
     bind_events(lib)
+    bind_profiles(lib)
 
 
 class NativeError(RuntimeError):
@@ -145,6 +148,8 @@ class NativeSwitch:
         for i, m in enumerate(objs.meter_list):
             for j, cell in enumerate(m.array.cells):
                 attach_meter_cell(cell, self, KIND_INDEXED, i, j)
+        for k, prof in enumerate(objs.profile_list):  # before the entries that use them
+            attach_profile(prof, self, k)
         for i, t in enumerate(objs.table_list):
             t.__class__ = NativeTable
             t._native = (self, i)  # type: ignore[attr-defined]
@@ -225,8 +230,13 @@ class NativeSwitch:
         entries = lookup_order(t)
         assign_cells(self, i, t, entries)  # direct counter and meter cells
         for e in entries:
-            args = list(e.args) + [0] * (maxargs - len(e.args))
-            flat += [ids[e.action], 1 | (getattr(e, "_cell", 0) << 1), *args]
+            ref = entry_ref(e)
+            if ref is not None:  # a member or group of the table's action profile
+                kind, rid = ref
+                flat += [kind << 32, 1 | (getattr(e, "_cell", 0) << 1), rid, *[0] * (maxargs - 1)]
+            else:
+                args = list(e.args) + [0] * (maxargs - len(e.args))
+                flat += [ids[e.action], 1 | (getattr(e, "_cell", 0) << 1), *args]
             kinds = [(KIND_ANY, 0, 0)] * nk
             for k, kind, a, b in t.compile_checks(e):
                 kinds[k] = (KIND_MASK if kind == 0 else KIND_RANGE, a, b)
@@ -245,6 +255,16 @@ class NativeSwitch:
         args = list(d.args) + [0] * (self._max_args() - len(d.args))
         arr = (U64 * len(args))(*args)
         self.lib.p4r_table_default(self._E, i, self.program.objects.actions[d.action], arr)
+
+    def push_profile(self, k: int, prof: Any) -> None:
+        nm, mflat, ng, gflat = profile_words(prof, self.program.objects.actions, self._max_args())
+        marr = (U64 * max(len(mflat), 1))(*mflat)
+        garr = (U64 * max(len(gflat), 1))(*gflat)
+        rc = self.lib.p4r_profile_load(self._E, k, nm, marr, ng, garr)
+        if rc == -1:
+            raise MemoryError(f"{prof.name}: the native engine could not store the profile")
+        if rc != 0:
+            raise ValueError(f"{prof.name}: a group names a member the profile does not hold")
 
     def group_set(self, g: int, reps: Sequence[tuple[int, int]]) -> None:
         ports = (U32 * max(len(reps), 1))(*[p for p, _ in reps])
@@ -398,6 +418,8 @@ class NativeSwitch:
             for m in self.program.objects.meter_list:
                 for cell in m.array.cells:
                     detach_meter_cell(cell)
+            for prof in self.program.objects.profile_list:
+                detach_profile(prof)
             self.lib.p4r_free(self._E)
             self._E = None
 

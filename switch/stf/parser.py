@@ -151,7 +151,23 @@ class CliCommand:
     args: list[str] = field(default_factory=list)
 
 
-Command = Packet | Expect | Add | SetDefault | CheckCounter | Ignored | CliCommand
+@dataclass(frozen=True)
+class IndirectAdd:
+    """``table_indirect_add TABLE [PRIO] KEY:VALUE... => MEMBER`` and
+    ``table_indirect_add_with_group TABLE [PRIO] KEY:VALUE... => GROUP`` (our extension: p4c's
+    STF has no syntax for action profiles; these are simple_switch_CLI's commands of the same
+    names with STF's key syntax): an entry pointing to an action profile member or an action
+    selector group, by the handle its ``act_prof_create_*`` command gave."""
+
+    line: int
+    table: str
+    priority: int | None
+    keys: list[tuple[str, str]]
+    group: bool
+    handle: int
+
+
+Command = Packet | Expect | Add | SetDefault | CheckCounter | Ignored | CliCommand | IndirectAdd
 
 
 # --- tokens ---------------------------------------------------------------------------------
@@ -346,14 +362,18 @@ def _action_call(cur: _Cursor, name: str) -> tuple[str, list[tuple[str, str]]]:
 # --- statements -----------------------------------------------------------------------------
 
 
+def _priority(cur: _Cursor) -> int | None:
+    if not _looks_numeric(cur.peek()):
+        return None
+    text = cur.take().text
+    if not _DECIMAL_RE.fullmatch(text):
+        raise cur.error(f"priority must be a decimal integer, found '{text}'")
+    return int(text)
+
+
 def _parse_add(cur: _Cursor) -> Add:
     table = _name(cur, "a table name")
-    priority = None
-    if _looks_numeric(cur.peek()):
-        text = cur.take().text
-        if not _DECIMAL_RE.fullmatch(text):
-            raise cur.error(f"priority must be a decimal integer, found '{text}'")
-        priority = int(text)
+    priority = _priority(cur)
     # Keys and the action both start with a name; what follows it tells them apart.
     keys: list[tuple[str, str]] = []
     while True:
@@ -373,6 +393,24 @@ def _parse_add(cur: _Cursor) -> Add:
     entry_name = _ident(cur, "an entry name after '='") if cur.accept("=") else None
     cur.done()
     return Add(cur.line, table, priority, keys, action, args, entry_name)
+
+
+def _parse_indirect_add(cur: _Cursor) -> IndirectAdd:
+    table = _name(cur, "a table name")
+    priority = _priority(cur)
+    keys: list[tuple[str, str]] = []
+    while not cur.at_punct("="):
+        if cur.at_end():
+            raise cur.error("missing '=> <handle>' after the keys")
+        name = _name(cur, "a key name")
+        cur.expect(":", f"after key name '{name}'")
+        keys.append((name, _key_value(cur, name)))
+    cur.expect("=", "before the handle")
+    cur.expect(">", "in '=>' before the handle")
+    what = "a group handle" if cur.command.endswith("_with_group") else "a member handle"
+    handle = _int_value(_number(cur, what, wildcards=False))
+    cur.done()
+    return IndirectAdd(cur.line, table, priority, keys, cur.command.endswith("_group"), handle)
 
 
 def _parse_setdefault(cur: _Cursor) -> SetDefault:
@@ -446,8 +484,22 @@ _CLI_SHAPES: dict[str, tuple[str, ...]] = {
     "meter_set_rates": ("Q", "N", "R+"),
     "meter_array_set_rates": ("Q", "R+"),
     "table_clear": ("Q",),
+    # action profiles and selectors (our extension, with BMv2's handles: docs/stf.md)
+    "act_prof_create_member": ("Q", "Q", "N*"),
+    "act_prof_modify_member": ("Q", "Q", "N", "N*"),
+    "act_prof_delete_member": ("Q", "N"),
+    "act_prof_create_group": ("Q",),
+    "act_prof_delete_group": ("Q", "N"),
+    "act_prof_add_member_to_group": ("Q", "N", "N"),
+    "act_prof_remove_member_from_group": ("Q", "N", "N"),
 }
-_SHAPE_WORDS = {"N": "<number>", "Q": "<name>", "N+": "<number>...", "R+": "<rate>:<burst>..."}
+_SHAPE_WORDS = {
+    "N": "<number>",
+    "Q": "<name>",
+    "N+": "<number>...",
+    "N*": "[<number>...]",
+    "R+": "<rate>:<burst>...",
+}
 
 
 def _parse_cli(cur: _Cursor) -> CliCommand:
@@ -455,6 +507,10 @@ def _parse_cli(cur: _Cursor) -> CliCommand:
     usage = " ".join([cur.command, *(_SHAPE_WORDS[s] for s in shape)])
     args: list[str] = []
     for part in shape:
+        if part == "N*":
+            while not cur.at_end():
+                args.append(_number(cur, "a number", wildcards=False))
+            continue
         if cur.at_end():
             raise cur.error(f"missing arguments; usage: {usage}")
         if part == "Q":
@@ -544,6 +600,8 @@ _TOKEN_COMMANDS: dict[str, Callable[[_Cursor], Command]] = {
     "remove": _parse_remove,
     "wait": _parse_bare,
     "no_packet": _parse_bare,
+    "table_indirect_add": _parse_indirect_add,
+    "table_indirect_add_with_group": _parse_indirect_add,
     **{name: _parse_cli for name in _CLI_SHAPES},
 }
 

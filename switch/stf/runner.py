@@ -21,7 +21,17 @@ from ..interp.pre import PreError
 from ..interp.runtime import P4RuntimeFault
 from ..interp.tables import TableError, matches_for_wildcard
 from .compare import format_mismatch, packet_matches
-from .parser import Add, CheckCounter, CliCommand, Command, Expect, Ignored, Packet, SetDefault
+from .parser import (
+    Add,
+    CheckCounter,
+    CliCommand,
+    Command,
+    Expect,
+    Ignored,
+    IndirectAdd,
+    Packet,
+    SetDefault,
+)
 from .translate import TranslateError, parse_int, resolve, translate_key
 
 log = logging.getLogger("p4reduce.stf")
@@ -150,6 +160,8 @@ class StfRunner:
             table.set_default(action, self.action_args(table, action, cmd.args))
         elif isinstance(cmd, CliCommand):
             getattr(self, "cli_" + cmd.name)(*cmd.args)
+        elif isinstance(cmd, IndirectAdd):
+            self.indirect_add(cmd)
         elif isinstance(cmd, (CheckCounter, Ignored)):
             pass  # parsed but not executed, as by p4c's BMv2 runner
 
@@ -168,18 +180,90 @@ class StfRunner:
             raise TranslateError(f"action {action}: no parameter named {', '.join(given)}")
         return values
 
-    def add(self, cmd: Add) -> None:
-        table = self.table(cmd.table)
+    def matches(self, table: Any, keys: list[tuple[str, str]]) -> list[Any]:
         matches = matches_for_wildcard(table.keys)
         from .translate import key_index
 
-        for kname, value in cmd.keys:
+        for kname, value in keys:
             i = key_index(kname, table.keys)
             matches[i] = translate_key(value, table.keys[i])
+        return matches
+
+    def add(self, cmd: Add) -> None:
+        table = self.table(cmd.table)
+        matches = self.matches(table, cmd.keys)
         action = resolve(cmd.action, table.actions, "action")
         args = self.action_args(table, action, cmd.args)
         prio = cmd.priority if cmd.priority is not None else 0
         table.add_entry(matches, action, args, prio if table.needs_priority else None)
+
+    def indirect_add(self, cmd: IndirectAdd) -> None:
+        table = self.table(cmd.table)
+        if table.profile is None:
+            raise TranslateError(f"table {table.name} has no action profile or selector")
+        if cmd.group and table.profile.selector_algo is None:
+            raise TranslateError(f"{table.profile.name} is an action profile: it has no groups")
+        matches = self.matches(table, cmd.keys)
+        prio = cmd.priority if cmd.priority is not None else 0
+        ref = {"group": cmd.handle} if cmd.group else {"member": cmd.handle}
+        table.add_entry(matches, "", [], prio if table.needs_priority else None, **ref)
+
+    # action profiles and selectors: handles as BMv2 gives them (the lowest free one)
+    def profile(self, name: str) -> Any:
+        return self.named("profiles", name)
+
+    def profile_action(self, prof: Any, action: str) -> str:
+        return resolve(action, {a for t in prof.tables for a in t.actions}, "action")
+
+    def cli_act_prof_create_member(self, name: str, action: str, *args: str) -> None:
+        prof = self.profile(name)
+        handle = _lowest_free(prof.members)
+        prof.add_member(handle, self.profile_action(prof, action), [parse_int(a) for a in args])
+
+    def cli_act_prof_modify_member(self, name: str, action: str, handle: str, *args: str) -> None:
+        prof = self.profile(name)
+        prof.modify_member(
+            parse_int(handle), self.profile_action(prof, action), [parse_int(a) for a in args]
+        )
+
+    def cli_act_prof_delete_member(self, name: str, handle: str) -> None:
+        self.profile(name).delete_member(parse_int(handle))
+
+    def selector(self, name: str) -> Any:
+        prof = self.profile(name)
+        if prof.selector_algo is None:
+            raise TranslateError(f"{prof.name} is an action profile: it has no groups")
+        return prof
+
+    def cli_act_prof_create_group(self, name: str) -> None:
+        prof = self.selector(name)
+        prof.set_group(_lowest_free(prof.groups), [])
+
+    def cli_act_prof_delete_group(self, name: str, handle: str) -> None:
+        self.selector(name).delete_group(parse_int(handle))
+
+    def group_members(self, prof: Any, group: str) -> tuple[int, set[int]]:
+        g = parse_int(group)
+        if g not in prof.groups:
+            raise TranslateError(f"{prof.name}: no group {g}")
+        return g, set(prof.groups[g])
+
+    def cli_act_prof_add_member_to_group(self, name: str, member: str, group: str) -> None:
+        # BMv2 keeps a group's members as a set, chosen in ascending handle order
+        prof = self.selector(name)
+        g, members = self.group_members(prof, group)
+        m = parse_int(member)
+        if m in members:
+            raise TranslateError(f"{prof.name}: member {m} is already in group {g}")
+        prof.set_group(g, sorted(members | {m}))
+
+    def cli_act_prof_remove_member_from_group(self, name: str, member: str, group: str) -> None:
+        prof = self.selector(name)
+        g, members = self.group_members(prof, group)
+        m = parse_int(member)
+        if m not in members:
+            raise TranslateError(f"{prof.name}: member {m} is not in group {g}")
+        prof.set_group(g, sorted(members - {m}))
 
     def named(self, kind: str, name: str) -> Any:
         objects = getattr(self.pipeline, kind)
@@ -255,6 +339,14 @@ class StfRunner:
 
     def cli_table_clear(self, name: str) -> None:
         self.table(name).clear()
+
+
+def _lowest_free(used: Any) -> int:
+    """The handle BMv2's handle manager gives next: the lowest one not in use."""
+    n = 0
+    while n in used:
+        n += 1
+    return n
 
 
 def _rates(words: tuple[str, ...]) -> list[tuple[float, int]]:

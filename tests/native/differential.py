@@ -24,6 +24,7 @@ class Op:
     kind: str  # packet | add | delete | default | reg | grp_create | node | grp_destroy | clear
     # | meter | dmeter | dctr
     # | vs_add | vs_clear | vs_replace (parser value sets)
+    # | member | member_set | member_del | group | group_del | ref_add | ref_modify (profiles)
     args: tuple[Any, ...]
 
 
@@ -76,6 +77,8 @@ def _run(sw: Any, op: Op) -> Any:
     if op.kind == "grp_destroy":
         sw.pre.mgrp_destroy(a[0])
         return "ok"
+    if op.kind in PROFILE_OPS:
+        return _run_profile(sw, op)
     if op.kind == "crc":
         sw.pipeline.namespace[a[0]].__self__.set_crc_params(a[1])
         return "ok"
@@ -95,6 +98,72 @@ def _run(sw: Any, op: Op) -> Any:
             e.meter.array[0].reset()
         return "ok"
     raise AssertionError(op.kind)
+
+
+PROFILE_OPS = ("member", "member_set", "member_del", "group", "group_del", "ref_add", "ref_modify")
+
+
+def _run_profile(sw: Any, op: Op) -> Any:
+    """An action profile operation, through the calls the STF runner and the P4Runtime
+    server make (``member_set`` is the server's ``profile.members[mid] = ...``)."""
+    a = op.args
+    p = sw.pipeline
+    if op.kind in ("ref_add", "ref_modify"):
+        t = p.tables[a[0]]
+        member, group = (a[3], None) if a[2] == "member" else (None, a[3])
+        if op.kind == "ref_add":
+            t.add_entry(list(a[1]), "", [], a[4], member=member, group=group)
+        else:
+            t.modify_entry(list(a[1]), a[4], "", [], member=member, group=group)
+        return "ok"
+    prof = p.profiles[a[0]]
+    if op.kind == "member":
+        prof.add_member(a[1], a[2], list(a[3]))
+    elif op.kind == "member_set":
+        prof.members[a[1]] = prof.make_member(a[2], list(a[3]))
+    elif op.kind == "member_del":
+        prof.delete_member(a[1])
+    elif op.kind == "group":
+        prof.set_group(a[1], list(a[2]))
+    else:
+        prof.delete_group(a[1])
+    return "ok"
+
+
+def random_profile_op(rng: random.Random, pipeline: Pipeline, pool: list[int]) -> Op | None:
+    """Members added, replaced and deleted, groups set (with repeats: weights) and deleted,
+    entries pointing to a member or a group; ids from a small range so that they collide."""
+    if not pipeline.profiles:
+        return None
+    name = rng.choice(sorted(pipeline.profiles))
+    prof = pipeline.profiles[name]
+    ids = list(range(6))
+    r = rng.random()
+    if r < 0.25 or not prof.members:
+        action = rng.choice(sorted({a for t in prof.tables for a in t.actions}))
+        spec = prof.action_spec(action)
+        args = tuple(rng.choice([0, 1, (1 << w) - 1, rng.getrandbits(w)]) for _, w in spec.params)
+        kind = "member_set" if rng.random() < 0.3 else "member"
+        return Op(kind, (name, rng.choice(ids), action, args))
+    if r < 0.3:
+        return Op("member_del", (name, rng.choice(ids)))
+    if r < 0.5 and prof.selector_algo is not None:
+        members = sorted(prof.members) + [rng.choice(ids)]  # now and then a missing one
+        chosen = [rng.choice(members) for _ in range(rng.choice([0, 1, 2, 3, 4, 5]))]
+        return Op("group", (name, rng.choice(ids[:4]), tuple(chosen)))
+    if r < 0.53 and prof.selector_algo is not None:
+        return Op("group_del", (name, rng.choice(ids[:4])))
+    t = rng.choice(prof.tables)
+    if rng.random() < 0.35 or prof.selector_algo is None:
+        ref = ("member", rng.choice(sorted(prof.members) + [rng.choice(ids)]))
+    else:
+        ref = ("group", rng.choice(sorted(prof.groups) + [rng.choice(ids)]))
+    if t.entries and rng.random() < 0.3:
+        e = rng.choice(t.entries)
+        return Op("ref_modify", (t.name, e.matches, *ref, e.priority if t.needs_priority else None))
+    matches = tuple(random_match(rng, k.match_kind, k.width, pool) for k in t.keys)
+    prio = rng.randint(1, 5) if t.needs_priority else None
+    return Op("ref_add", (t.name, matches, *ref, prio))
 
 
 def state(sw: Any) -> dict[str, Any]:
@@ -216,6 +285,8 @@ def random_crc_op(rng: random.Random, pipeline: Pipeline) -> Op | None:
 
 
 def random_control_op(rng: random.Random, pipeline: Pipeline, pool: list[int]) -> Op:
+    if rng.random() < 0.4 and (op := random_profile_op(rng, pipeline, pool)) is not None:
+        return op
     if rng.random() < 0.25 and (op := random_meter_op(rng, pipeline)) is not None:
         return op
     if rng.random() < 0.2 and (op := random_crc_op(rng, pipeline)) is not None:

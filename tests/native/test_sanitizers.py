@@ -22,7 +22,8 @@ import random, sys
 from pathlib import Path
 from p4reduce.switch.frontend.compiler import CompileOptions
 from p4reduce.switch.interp.load import load_pipeline
-from p4reduce.switch.interp.matches import Exact, Lpm
+import threading
+from p4reduce.switch.interp.matches import Exact, Lpm, Ternary
 from p4reduce.switch.native.cprogram import generate
 from p4reduce.switch.native.engine import NativeSwitch
 
@@ -40,7 +41,36 @@ programs = [
     (root / "tests" / "native" / "p4" / "signed_ops.p4", [root / "bmv2_tests"]),
     (root / "tests" / "native" / "p4" / "stack_ops.p4", [root / "bmv2_tests"]),
     (root / "tests" / "native" / "p4" / "parser_ops.p4", [root / "bmv2_tests"]),
+    (root / "tests" / "native" / "p4" / "profile_ops.p4", [root / "bmv2_tests"]),
 ]
+
+
+def profiles_churn(pipeline, rng):
+    # members replaced, groups (with repeats) rebuilt, entries pointing at members and groups
+    for prof in pipeline.profiles.values():
+        for mid in range(4):
+            action = sorted(prof.tables[0].actions)[mid % len(prof.tables[0].actions)]
+            spec = prof.action_spec(action)
+            prof.members[mid] = prof.make_member(action, [rng.getrandbits(w) for _, w in spec.params])
+        if prof.selector_algo is not None:
+            for gid in range(3):
+                prof.set_group(gid, [rng.randrange(4) for _ in range(rng.randint(0, 5))])
+        for t in prof.tables:
+            for _ in range(2):
+                ref = {"member": rng.randrange(4)}
+                if prof.selector_algo is not None and rng.random() < 0.6:
+                    ref = {"group": rng.randrange(3)}
+                # all ones and 0x0800: the destination and type of the IPv4 seed below
+                k = [Exact(rng.choice([(1 << k.width) - 1, 0x0800, rng.getrandbits(k.width)])
+                           & ((1 << k.width) - 1)) if k.match_kind == "exact" else Lpm(0, 0)
+                     for k in t.keys]
+                if t.needs_priority:
+                    k = [Ternary(0, 0) for _ in t.keys]
+                try:
+                    t.add_entry(k, "", [], 1 if t.needs_priority else None, **ref)
+                except Exception:
+                    pass
+
 rng = random.Random(7)
 total = 0
 for path, inc in programs:
@@ -63,6 +93,7 @@ for path, inc in programs:
     for vs in pipeline.value_sets.values():  # full value sets, so that matching scans them
         for i in range(vs.size):
             vs.add([(i & ((1 << w) - 1), (1 << w) - 1 - i % 2) for w in vs.widths])
+    profiles_churn(pipeline, rng)
     sw.pre.mgrp_create(1)
     sw.pre.node_associate(1, sw.pre.node_create(0, [1, 2, 3]))
     seeds = [bytes(rng.getrandbits(8) for _ in range(n)) for n in (0, 1, 13, 14, 33, 34, 42)]
@@ -80,6 +111,8 @@ for path, inc in programs:
         sw.process(rng.randrange(512), bytes(f))
         total += 1
         del sw.digests[:]  # drains the engine's events
+        if i % 50 == 49:
+            profiles_churn(pipeline, rng)
         if i % 100 == 99:  # entries come and go: direct counter and meter cells are reused
             for t in pipeline.tables.values():
                 if t.direct_counter is not None or t.direct_meter is not None:
@@ -92,6 +125,22 @@ for path, inc in programs:
                         except Exception:
                             pass
     out = sw.process_batch([(1, bytes(rng.getrandbits(8) for _ in range(60))) for _ in range(50)])
+    if pipeline.profiles:
+        # packets without the GIL (process_batch releases it) while the control plane
+        # rebuilds the profiles: the engine frees the old arrays after each swap
+        batch = [(1, rng.choice(seeds)) for _ in range(64)]
+        stop = []
+        def flood():
+            while not stop:
+                sw.process_batch(batch)
+        th = threading.Thread(target=flood)
+        th.start()
+        try:
+            for _ in range(40):
+                profiles_churn(pipeline, rng)
+        finally:
+            stop.append(1)
+            th.join()
     sw.close()
 print("fuzzed", total)
 """
@@ -130,4 +179,4 @@ def test_malformed_packets_under_asan_and_ubsan(tmp_path: Path) -> None:
     report = run.stderr[-4000:]
     assert run.returncode == 0, report
     assert "runtime error" not in run.stderr and "AddressSanitizer" not in run.stderr, report
-    assert "fuzzed 14400" in run.stdout
+    assert "fuzzed 15600" in run.stdout

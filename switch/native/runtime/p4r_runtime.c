@@ -3,9 +3,10 @@
  * of simple_switch (docs/interpreter.md, "Semantics") around the generated stages.
  *
  * The generator writes, before including this file: P4R_NSLOTS, P4R_NTABLES, P4R_NREGS,
- * P4R_NCTRS, P4R_MAX_KEYS, P4R_MAX_ARGS, P4R_OUT_MAX, the standard_metadata slot numbers
- * (P4R_STD_*) and P4R_INIT (the slots' values on arrival); after it, the stage functions,
- * the table key and action-dispatch functions and the register/counter sizes. */
+ * P4R_NCTRS, P4R_NPROF (action profiles), P4R_MAX_KEYS, P4R_MAX_ARGS, P4R_OUT_MAX, the
+ * standard_metadata slot numbers (P4R_STD_*) and P4R_INIT (the slots' values on arrival);
+ * after it, the stage functions, the table key and action-dispatch functions and the
+ * register/counter sizes. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 
 typedef struct p4r_entry {
     uint32_t action;
+    uint32_t ref; /* an action profile's entry: 1 a member, 2 a group, its id in args[0] */
     uint32_t hit;
     uint32_t cell; /* its direct counter and meter cell (p4r_externs.c) */
     uint64_t args[P4R_MAX_ARGS + 1];
@@ -55,6 +57,15 @@ typedef struct p4r_group {
     uint32_t *port, *rid;
 } p4r_group;
 
+typedef struct p4r_profile { /* an action profile or selector (p4r_profiles.c) */
+    uint32_t nm, ng;
+    uint64_t *mid;           /* member ids, ascending */
+    p4r_entry *mem;          /* the members' actions and data, in mid's order */
+    uint64_t *gid;           /* group ids, ascending */
+    uint32_t *gstart, *gn;   /* group g's members: mem[gm[gstart[g] .. gstart[g] + gn[g])] */
+    uint32_t *gm;
+} p4r_profile;
+
 typedef struct p4r_crcp { /* a custom CRC's parameters (p4r_externs.c) */
     uint64_t poly, init, xor_out;
     uint32_t width, refin, refout;
@@ -77,6 +88,7 @@ typedef struct p4r_engine {
     uint64_t *vs[P4R_NVS + 1]; /* parser value sets: (value, mask) per field per member */
     uint32_t vs_n[P4R_NVS + 1];
     p4r_group *groups[P4R_MAX_GROUP];
+    p4r_profile prof[P4R_NPROF + 1];
     uint32_t mt[624];
     int mti;
     uint64_t faults;
@@ -335,7 +347,8 @@ int p4r_table_load(p4r_engine *E, uint32_t t, uint32_t n, const uint64_t *flat) 
     if (n && !e) return -1;
     const uint64_t *f = flat;
     for (uint32_t x = 0; x < n; x++) {
-        e[x].action = (uint32_t)*f++;
+        e[x].action = (uint32_t)*f;
+        e[x].ref = (uint32_t)(*f++ >> 32); /* an indirect entry: its kind above the action */
         uint64_t hit = *f++; /* 1 | cell << 1 */
         e[x].hit = (uint32_t)(hit & 1);
         e[x].cell = (uint32_t)(hit >> 1);
