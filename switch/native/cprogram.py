@@ -20,6 +20,7 @@ from ..interp.tables import Table
 from .cexprs import U64, Unsupported, const
 from .csigns import Signs
 from .cstmts import StmtTx
+from .cwide import words
 
 GENERATOR_VERSION = "4"
 STD_NEEDED = (
@@ -70,6 +71,18 @@ class ProgramObjects:
     ix_tables: dict[str, tuple[int, ...]] = field(default_factory=dict)  # header stack slots
     vsets: dict[str, int] = field(default_factory=dict)  # namespace name -> C index
     vset_list: list[ValueSet] = field(default_factory=list)
+    # the slots as words of S (cwide.py): the first word of each slot, its words on arrival
+    base: list[int] = field(default_factory=list)
+    init_words: list[int] = field(default_factory=list)
+    vmax: dict[int, int] = field(default_factory=dict)  # varbit slot -> its maximum width
+    wide_bits: int = 0  # the widest value the wide path computes (P4R_WW words); 0: none
+
+    def slot_bits(self, k: int) -> int:
+        """A bound on the bits of slot k's value (64 where the type does not say)."""
+        init = self.pipeline.storage.init[k]
+        if isinstance(init, bool):
+            return 1
+        return getattr(self.pipeline.storage, "widths", {}).get(k, 64)
 
     def table_id(self, name: str) -> int | None:
         return self.tables.get(name)
@@ -103,7 +116,7 @@ class ProgramObjects:
 
     def note_ix(self, name: str, table: tuple[int, ...]) -> str:
         """The C array of a header stack field's slots per element (``S[IX[i]]``)."""
-        self.ix_tables[name] = table
+        self.ix_tables[name] = tuple(self.base[k] for k in table)
         return f"P4R_{name}"
 
     def note_bitbuf(self, nbits: int) -> None:
@@ -135,7 +148,7 @@ def generate(pipeline: Pipeline) -> NativeProgram:
     cache_key = (pipeline.source, objects_signature(objs))
     cached = _CACHE.get(cache_key)
     if cached is not None:
-        objs.emit_total, objs.bitbuf_max = cached[1], cached[2]
+        objs.emit_total, objs.bitbuf_max, objs.wide_bits = cached[1], cached[2], cached[5]
         objs.event_sites = list(cached[3])
         objs.crcs = list(cached[4])
         return NativeProgram(cached[0], objs)
@@ -178,7 +191,7 @@ def generate(pipeline: Pipeline) -> NativeProgram:
         try:
             p, b = tx.function(f)
         except Unsupported as e:
-            raise Unsupported(e.what, _where(pipeline, f.name)) from None
+            raise Unsupported(e.what, _where(pipeline, f.name)) from e
         except RecursionError:
             # a generator pass that still recurses met a deeper expression than Python's
             # stack allows: refuse (the Python engine runs it) rather than fail the load
@@ -200,6 +213,9 @@ def generate(pipeline: Pipeline) -> NativeProgram:
     parts.append(f"static const uint32_t P4R_VS_SIZE[] = {{{sizes}}};")
     parts.append(f"static const uint32_t P4R_VS_FIELDS[] = {{{nfields}}};")
     parts.append(resources.files(__package__).joinpath("runtime/p4r_types.c").read_text())
+    if objs.wide_bits or objs.vmax:  # only programs with wide or varbit values need it
+        parts.append(f"#define P4R_WW {words(max(objs.wide_bits, *objs.vmax.values(), 1))}")
+        parts.append(resources.files(__package__).joinpath("runtime/p4r_wide.c").read_text())
     parts.append(counter_code(objs))
     parts += protos
     parts += [
@@ -225,6 +241,7 @@ def generate(pipeline: Pipeline) -> NativeProgram:
         objs.bitbuf_max,
         tuple(objs.event_sites),
         tuple(objs.crcs),
+        objs.wide_bits,
     )
     return NativeProgram(source, objs)
 
@@ -268,9 +285,7 @@ def check_objects(pipeline: Pipeline, objs: ProgramObjects) -> None:
     if pipeline.profiles:
         raise Unsupported(f"{pipeline.name}: action profiles and selectors")
     objs.signed_slots = set(getattr(pipeline.storage, "signed", ()))
-    for v in pipeline.storage.init:
-        if not isinstance(v, (bool, int)):
-            raise Unsupported(f"{pipeline.name}: varbit fields")
+    slot_layout(pipeline, objs)
     for name, obj in ns.items():
         if isinstance(obj, Table):
             objs.tables[name] = len(objs.table_list)
@@ -326,8 +341,31 @@ def check_objects(pipeline: Pipeline, objs: ProgramObjects) -> None:
             raise Unsupported(f"standard_metadata.{f} is missing")
 
 
+def slot_layout(pipeline: Pipeline, objs: ProgramObjects) -> None:
+    """Each slot's words in S: one for a value of at most 64 bits, ceil(W / 64) for a wider
+    one, a width word and ceil(max / 64) value words for a varbit (cwide.py)."""
+    storage = pipeline.storage
+    widths = getattr(storage, "widths", {})
+    for k, v in enumerate(storage.init):
+        objs.base.append(len(objs.init_words))
+        if isinstance(v, tuple) and len(v) == 2:  # varbit: (width, value)
+            vmax = widths.get(k)
+            if vmax is None:
+                raise Unsupported(f"{pipeline.name}: a varbit field of unknown size")
+            objs.vmax[k] = vmax
+            objs.init_words += [0] * (1 + words(vmax))
+        elif not isinstance(v, (bool, int)):
+            raise Unsupported(f"{pipeline.name}: a slot holding {type(v).__name__}")
+        elif widths.get(k, 0) > 64:
+            if k in objs.signed_slots:
+                raise Unsupported(f"{pipeline.name}: an int<{widths[k]}> (signed, over 64 bits)")
+            objs.init_words += [0] * words(widths[k])
+        else:
+            objs.init_words.append(int(v))
+
+
 def prelude(pipeline: Pipeline, objs: ProgramObjects, stage_fns: dict[str, str]) -> str:
-    init = pipeline.storage.init
+    init = objs.init_words
     nkeys = max([len(t.keys) for t in objs.table_list] + [1])
     nargs = max([len(s.params) for t in objs.table_list for s in t.actions.values()] + [1])
     lines = [
@@ -348,7 +386,7 @@ def prelude(pipeline: Pipeline, objs: ProgramObjects, stage_fns: dict[str, str])
         lines.append("#define P4R_HAS_DIGESTS 1")
     for f in STD_NEEDED + STD_OPTIONAL:
         if f in pipeline.std:
-            lines.append(f"#define P4R_STD_{f} {pipeline.std[f]}")
+            lines.append(f"#define P4R_STD_{f} {objs.base[pipeline.std[f]]}")
     for f, w in (
         ("ingress_port", 9),
         ("egress_rid", 16),
@@ -384,7 +422,7 @@ def table_code(objs: ProgramObjects) -> str:
             lines.append(f"    if ((_rc = {kf}(S, P, key)) != P4R_OK) return _rc;")
         lines.append(f"    const p4r_entry *e = p4r_lookup(&P->E->tables[{i}], key);")
         lines.append(f"    if (!e) e = &P->E->tables[{i}].def;")
-        lines += direct_code(i, t)
+        lines += direct_code(i, t, objs)
         lines.append("    *_res = e->hit | ((uint64_t)e->action << 1);")
         lines.append("    switch (e->action) {")
         for name, spec in t.actions.items():
@@ -475,11 +513,11 @@ def meter_decls(objs: ProgramObjects) -> str:
     )
 
 
-def direct_code(i: int, t: Table) -> list[str]:
+def direct_code(i: int, t: Table, objs: ProgramObjects) -> list[str]:
     """A hit's direct counter and meter updates (Table.apply: counter, then meter, then the
     action), on the entry's cell; a miss (the default entry) touches neither."""
     out = []
-    length = f"S[{t.length_slot}]"
+    length = f"S[{objs.base[t.length_slot]}]"
     if t.direct_counter is not None:
         out.append(
             f"    if (e != &P->E->tables[{i}].def) {{ P->E->dctr_pk[{i}][e->cell]++;"
@@ -503,7 +541,7 @@ def counter_code(objs: ProgramObjects) -> str:
         "static inline void p4r_count(p4r_engine *E, uint32_t c, uint64_t i, uint64_t len) {\n"
         "    if (i < P4R_CTR_SIZE[c]) { E->ctr_pk[c][i]++; E->ctr_by[c][i] += len; }\n}"
     )
-    init = ", ".join(const(int(v)) for v in objs.pipeline.storage.init) or "0"
+    init = ", ".join(const(v) for v in objs.init_words) or "0"
     lines.insert(0, f"static const uint64_t P4R_INIT[] = {{{init}}};")
     return "\n".join(lines)
 

@@ -16,12 +16,14 @@ from typing import Any
 
 from .cexprs import ExprTx, FnCtx, Unsupported, const, mask_width
 from .cexterns import ExternTx
+from .cwide import WideTx
 
 
-class StmtTx(ExprTx, ExternTx):
+class StmtTx(ExprTx, ExternTx, WideTx):
     def __init__(self, objects: Any) -> None:
         self.objects = objects
         self.fn = FnCtx("")
+        self._wbc = {}
         self.lines: list[str] = []
         self.depth = 1
         self.labels = 0
@@ -45,6 +47,7 @@ class StmtTx(ExprTx, ExternTx):
         if args[:2] != ["S", "P"]:
             raise Unsupported(f"the function {f.name} (not a pipeline function)")
         self.fn = FnCtx(f.name)
+        self._wbc = {}
         self.bb_bits: dict[str, int] = {}
         self.lines = []
         self.depth = 1
@@ -53,6 +56,7 @@ class StmtTx(ExprTx, ExternTx):
         for a in args[2:]:
             self.fn.locals[a] = "param"
         self.collect_locals(f.body)
+        self.infer_local_widths(f.body)  # locals that may hold more than 64 bits: cwide.py
         self.block(f.body)
         params = ["uint64_t *S", "p4r_pkt *P"] + [f"uint64_t {a}" for a in args[2:]]
         if self.returns or self.is_key:
@@ -62,6 +66,8 @@ class StmtTx(ExprTx, ExternTx):
         for name, kind in self.fn.locals.items():
             if kind == "u64":
                 decls.append(f"    uint64_t {name} = 0;")
+            elif kind == "w":
+                decls.append(f"    p4r_w {name}; memset(&{name}, 0, sizeof {name});")
             elif kind == "view":
                 decls.append(f"    const uint8_t *{name} = NULL; (void){name};")
             elif kind == "bb":
@@ -118,7 +124,7 @@ class StmtTx(ExprTx, ExternTx):
     def s_If(self, s: ast.If) -> None:
         if self.extern_if(s):  # an extern's own test (truncate): cexterns.py
             return
-        self.out(f"if ({self.expr(s.test)}) {{")
+        self.out(f"if ({self.truth(s.test)}) {{")
         self.depth += 1
         self.block(s.body)
         self.depth -= 1
@@ -132,7 +138,7 @@ class StmtTx(ExprTx, ExternTx):
     def s_While(self, s: ast.While) -> None:
         if s.orelse:
             raise Unsupported("while ... else")
-        self.out(f"while ({self.expr(s.test)}) {{")
+        self.out(f"while ({self.truth(s.test)}) {{")
         self.depth += 1
         self.block(s.body)
         self.depth -= 1
@@ -212,8 +218,9 @@ class StmtTx(ExprTx, ExternTx):
         if isinstance(t, ast.Name) and t.id.startswith("_w") and self.fn.locals.get(t.id) == "u64":
             self.out(f"{t.id} {op}= {self.expr(s.value)};")  # widths of bit buffers
             return
-        if isinstance(t, ast.Name) and self.fn.locals.get(t.id) == "u64" and op == "+":
-            self.out(f"{t.id} += {self.expr(s.value)};")
+        if isinstance(t, ast.Name) and self.fn.locals.get(t.id) == "u64":
+            # wraps modulo 2^64 like the narrow path's values (a negative result: csigns.py)
+            self.out(f"{t.id} {op}= {self.low(s.value)};")
             return
         if isinstance(t, ast.Attribute) and ast.unparse(t) == "P.pos" and op == "+":
             self.out(f"P->pos += (uint32_t){self.expr(s.value)};")
@@ -229,6 +236,8 @@ class StmtTx(ExprTx, ExternTx):
         if isinstance(t, ast.Tuple):
             if not isinstance(v, ast.Tuple) or len(v.elts) != len(t.elts):
                 raise Unsupported("a tuple assignment")
+            if any(self.wb(x) > 64 for x in [*t.elts, *v.elts]):
+                raise Unsupported("a tuple assignment of values wider than 64 bits")
             tmps = []
             self.out("{")
             self.depth += 1
@@ -252,6 +261,15 @@ class StmtTx(ExprTx, ExternTx):
                 raise Unsupported("an assignment to an action parameter")
         if isinstance(t, ast.Attribute) and ast.unparse(t) == "P.pos":
             self.out(f"P->pos = (uint32_t){self.expr(v)};")
+            return
+        wide = self.wide_store(t, v)  # a wide or varbit slot, a wide local: cwide.py
+        if wide is not None:
+            self.out(wide)
+            return
+        if isinstance(t, ast.Subscript) and ast.unparse(t.value) == "S":
+            # a field or metadata slot of at most 64 bits: the interpreter stores only values
+            # in its type's range, so the value modulo 2^64 is the value
+            self.out(f"{self.target(t)} = {self.low(v)};")
             return
         self.out(f"{self.target(t)} = {self.expr(v)};")
 
@@ -290,15 +308,22 @@ class StmtTx(ExprTx, ExternTx):
             and isinstance(v.left.op, ast.LShift)
             and isinstance(v.left.left, ast.Name)
             and v.left.left.id == name
-            and isinstance(v.left.right, ast.Constant)
         ):
-            w = int(v.left.right.value)
-            if w > 64:
-                raise Unsupported("a field wider than 64 bits in a field list")
+            if isinstance(v.left.right, ast.Constant):
+                w = int(v.left.right.value)
+                bound, width = w, str(w)
+            else:  # a varbit field: (_a << S[k][0]) | S[k][1], its width at run time
+                bound, width = self.wb(v.right), self.expr(v.left.right)
+                if bound > 1 << 20:
+                    raise Unsupported(f"a field list item of unknown width ({ast.unparse(v)})")
             # every push of the function, summed: a bound on the buffer's length
-            self.bb_bits[name] = self.bb_bits.get(name, 0) + w
+            self.bb_bits[name] = self.bb_bits.get(name, 0) + bound
             self.objects.note_bitbuf(self.bb_bits[name] + 8)
-            self.out(f"p4r_bb_push(&{name}, {self.expr(v.right)}, {w});")
+            if bound > 64 or not isinstance(v.left.right, ast.Constant):
+                self.note_bits(bound)
+                self.out(f"p4r_bb_push_w(&{name}, {self.wexpr(v.right)}, {width});")
+            else:
+                self.out(f"p4r_bb_push(&{name}, {self.expr(v.right)}, {width});")
             return
         # _a = (_a << (-_w % 8)).to_bytes((_w + 7) // 8, 'big'): pad to a byte
         if _is_to_bytes(v) and isinstance(v.func.value, ast.BinOp):  # type: ignore[attr-defined]
@@ -348,9 +373,13 @@ class StmtTx(ExprTx, ExternTx):
         top = nbytes * 8
         for e, shift in terms:
             w = top - shift
-            if w <= 0 or w > 64:
-                raise Unsupported("a packed field wider than 64 bits")
-            self.out(f"p4r_put_bits({buf}, {nbytes}, {shift}, {w}, {self.expr(e)});")
+            if w <= 0:
+                raise Unsupported("a packed field of no width")
+            if w > 64:  # a wide field: its words (cwide.py)
+                self.note_bits(w)
+                self.out(f"p4r_put_wide({buf}, {nbytes}, {shift}, {w}, {self.wexpr(e)});")
+            else:
+                self.out(f"p4r_put_bits({buf}, {nbytes}, {shift}, {w}, {self.low(e)});")
             top = shift
 
 
