@@ -260,13 +260,29 @@ class WideTx:
                 return f"p4r_w_neg({self.wexpr(e.operand)})"
         if isinstance(e, ast.IfExp):
             return f"(({self.truth(e.test)}) ? {self.wexpr(e.body)} : {self.wexpr(e.orelse)})"
-        if (
-            isinstance(e, ast.Call)
-            and isinstance(e.func, ast.Name)
-            and e.func.id == "int"
-            and len(e.args) == 1
-        ):
-            return self.wexpr(e.args[0])
+        if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and not e.keywords:
+            f, args = e.func.id, e.args
+            if f == "int" and len(args) == 1:
+                return self.wexpr(args[0])
+            a0 = args[0] if args else None
+            if (
+                f == "max"
+                and len(args) == 2
+                and isinstance(a0, ast.BinOp)
+                and isinstance(a0.op, ast.Sub)
+                and _int_of(args[1]) == 0
+            ):  # a |-| b on bit<W>: a - b when a > b, else 0
+                x, y = self.exact_wide(a0.left), self.exact_wide(a0.right)
+                return (
+                    f"({{ p4r_w _x = {x}, _y = {y}; "
+                    f"p4r_w_cmp(_x, _y) > 0 ? p4r_w_sub(_x, _y) : p4r_w_u64(0); }})"
+                )
+            if f in ("min", "max") and len(args) == 2:
+                # the saturating |+| and |-| of bit<W>: min(a + b, 2^W - 1), max(a - b, 0);
+                # Python returns the first of equal values, which are the same bits here
+                x, y = self.exact_wide(args[0]), self.exact_wide(args[1])
+                keep = "<=" if f == "min" else ">="
+                return f"({{ p4r_w _x = {x}, _y = {y}; p4r_w_cmp(_x, _y) {keep} 0 ? _x : _y; }})"
         if self.wb(e) > 64:
             raise Unsupported(f"the wide value {ast.unparse(e)}")
         x = self.expr(e)  # type: ignore[attr-defined]
