@@ -16,7 +16,7 @@ from typing import Any
 
 from .cexprs import ExprTx, FnCtx, Unsupported, const, mask_width
 from .cexterns import ExternTx
-from .cwide import WideTx
+from .cwide import WideTx, words
 
 
 class StmtTx(ExprTx, ExternTx, WideTx):
@@ -236,16 +236,37 @@ class StmtTx(ExprTx, ExternTx, WideTx):
         if isinstance(t, ast.Tuple):
             if not isinstance(v, ast.Tuple) or len(v.elts) != len(t.elts):
                 raise Unsupported("a tuple assignment")
-            if any(self.wb(x) > 64 for x in [*t.elts, *v.elts]):
-                raise Unsupported("a tuple assignment of values wider than 64 bits")
-            tmps = []
+            # a parallel assignment (a header copy): every value first, then every store;
+            # wide and varbit values through temporaries of their own kind (cwide.py)
             self.out("{")
             self.depth += 1
-            for i, x in enumerate(v.elts):
-                tmps.append(f"_tv{i}")
-                self.out(f"uint64_t _tv{i} = {self.expr(x)};")
-            for x, tmp in zip(t.elts, tmps, strict=True):
-                self.out(f"{self.target(x)} = {tmp};")
+            stores = []
+            for i, (x, val) in enumerate(zip(t.elts, v.elts, strict=True)):
+                tmp = f"_tv{i}"
+                if (k := self.varbit_slot(x)) is not None:
+                    src = self.varbit_slot(val)
+                    n = 1 + words(self.objects.vmax[k])
+                    if src is None or 1 + words(self.objects.vmax[src]) != n:
+                        raise Unsupported(f"the varbit assignment {ast.unparse(s)}")
+                    self.out(
+                        f"uint64_t {tmp}[{n}]; memcpy({tmp}, S + {self.objects.base[src]}, {n * 8});"
+                    )
+                    stores.append(f"memcpy(S + {self.objects.base[k]}, {tmp}, {n * 8});")
+                elif (k := self.wide_slot(x)) is not None:
+                    self.note_bits(self.objects.slot_bits(k))
+                    n = words(self.objects.slot_bits(k))
+                    self.out(f"p4r_w {tmp} = {self.wexpr(val)};")
+                    stores.append(f"p4r_w_st(S + {self.objects.base[k]}, {n}, {tmp});")
+                elif isinstance(x, ast.Name) and self.fn.locals.get(x.id) == "w":
+                    self.out(f"p4r_w {tmp} = {self.wexpr(val)};")
+                    stores.append(f"{x.id} = {tmp};")
+                else:
+                    self.out(
+                        f"uint64_t {tmp} = {self.low(val) if _is_slot(x) else self.expr(val)};"
+                    )
+                    stores.append(f"{self.target(x)} = {tmp};")
+            for line in stores:
+                self.out(line)
             self.depth -= 1
             self.out("}")
             return
@@ -266,7 +287,7 @@ class StmtTx(ExprTx, ExternTx, WideTx):
         if wide is not None:
             self.out(wide)
             return
-        if isinstance(t, ast.Subscript) and ast.unparse(t.value) == "S":
+        if _is_slot(t):
             # a field or metadata slot of at most 64 bits: the interpreter stores only values
             # in its type's range, so the value modulo 2^64 is the value
             self.out(f"{self.target(t)} = {self.low(v)};")
@@ -381,6 +402,10 @@ class StmtTx(ExprTx, ExternTx, WideTx):
             else:
                 self.out(f"p4r_put_bits({buf}, {nbytes}, {shift}, {w}, {self.low(e)});")
             top = shift
+
+
+def _is_slot(e: ast.expr) -> bool:
+    return isinstance(e, ast.Subscript) and ast.unparse(e.value) == "S"
 
 
 def _is_zero(e: ast.expr) -> bool:

@@ -69,11 +69,16 @@ BMV2_PROGRAMS = [
     "err_stack_out_of_bounds",
     "parser_lookahead",
     "parser_value_set",
+    # values wider than 64 bits and varbit fields (the multi-word path: cwide.py)
+    "arith_wide",
+    "hash_identity",
+    "parser_varbit",
+    "err_header_too_short",
 ]
 
 # programs written for this test (tests/native/p4/), each aimed at one construct's edges
 OWN = Path(__file__).resolve().parent / "p4"
-OWN_PROGRAMS = ["signed_ops", "stack_ops", "parser_ops"]
+OWN_PROGRAMS = ["signed_ops", "stack_ops", "parser_ops", "varbit_wide"]
 
 
 def _pair(

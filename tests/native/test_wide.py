@@ -66,6 +66,8 @@ def _results(w: int) -> list[tuple[str, int, str]]:
         ("mod", w, "a % 32"),
         ("mixed", w, f"a + (bit<{w}>)h.n - (bit<{w}>)h.s"),
         ("nsum", 32, "h.n + (bit<32>)a"),
+        # narrow operands, a wide intermediate: 96 bits shifted back under 64
+        ("ncat", 64, "((h.n ++ (bit<64>)a) >> 40)[63:0]"),
     ]
 
 
