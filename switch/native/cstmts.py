@@ -149,8 +149,21 @@ class StmtTx(ExprTx, ExternTx, WideTx):
         if self.is_key:
             if not isinstance(v, ast.Tuple):
                 raise Unsupported("a table key function that does not return a tuple")
-            for i, x in enumerate(v.elts):
-                self.out(f"_ret[{i}] = {self.expr(x)};")
+            cols = self.objects.key_fn_words.get(self.fn.name)
+            if cols is None:
+                for i, x in enumerate(v.elts):
+                    self.out(f"_ret[{i}] = {self.expr(x)};")
+            else:  # keys over 64 bits: one column per word, least significant first
+                col = 0
+                for x, n in zip(v.elts, cols, strict=True):
+                    if n == 1:
+                        self.out(f"_ret[{col}] = {self.expr(x)};")
+                    else:
+                        self.note_bits(64 * n)
+                        self.out(
+                            f"{{ p4r_w _k = {self.wexpr(x)}; memcpy(_ret + {col}, _k.w, {8 * n}); }}"
+                        )
+                    col += n
             self.out("return P4R_OK;")
             return
         if self.returns:

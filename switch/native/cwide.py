@@ -45,6 +45,22 @@ def wconst(v: int) -> str:
     return f"P4R_WC({', '.join(ws)})"
 
 
+def split_key(checks: list[tuple[int, int, int]], cols: list[int]) -> list[tuple[int, int, int]]:
+    """An entry's (kind, a, b) per key as one per word of C's key columns (least significant
+    word first): a mask check of a wide key is the same check on every word of it (exact
+    and LPM keys are masks too); a wildcard is a wildcard on every word. Range keys over 64
+    bits are refused at load (the order of a wide number is not a per-word property)."""
+    out = []
+    for (kind, a, b), n in zip(checks, cols, strict=True):
+        if n == 1:
+            out.append((kind, a, b))
+            continue
+        for j in range(n):
+            sh = 64 * j
+            out.append((kind, (a >> sh) & 0xFFFFFFFFFFFFFFFF, (b >> sh) & 0xFFFFFFFFFFFFFFFF))
+    return out
+
+
 class WideTx:
     """Mixin of StmtTx: ``objects`` holds the slot map, ``fn`` the function's locals."""
 

@@ -22,6 +22,7 @@ from ..interp.builder import Pipeline
 from ..interp.pre import PacketReplicationEngine
 from .build import build, load
 from .cprogram import NativeProgram
+from .cwide import split_key
 from .mirror import (
     NativeCounter,
     NativePre,
@@ -230,6 +231,8 @@ class NativeSwitch:
             kinds = [(KIND_ANY, 0, 0)] * nk
             for k, kind, a, b in t.compile_checks(e):
                 kinds[k] = (KIND_MASK if kind == 0 else KIND_RANGE, a, b)
+            if i in self.program.objects.key_words:  # keys over 64 bits: a column per word
+                kinds = split_key(kinds, self.program.objects.key_words[i])
             for x in kinds:
                 flat += x
         arr = (U64 * max(len(flat), 1))(*flat)

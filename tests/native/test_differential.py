@@ -78,7 +78,7 @@ BMV2_PROGRAMS = [
 
 # programs written for this test (tests/native/p4/), each aimed at one construct's edges
 OWN = Path(__file__).resolve().parent / "p4"
-OWN_PROGRAMS = ["signed_ops", "stack_ops", "parser_ops", "varbit_wide"]
+OWN_PROGRAMS = ["signed_ops", "stack_ops", "parser_ops", "varbit_wide", "wide_tables"]
 
 
 def _pair(

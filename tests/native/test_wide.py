@@ -166,3 +166,74 @@ def test_a_short_packet_is_the_same_parser_error(engines: tuple[object, object])
     for n in (0, 17, 40):
         frame = bytes(range(n))
         assert py.process(0, frame) == nat.process(0, frame)  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------------- wide table keys
+OWN = Path(__file__).resolve().parent / "p4"
+
+
+@pytest.fixture(scope="module")
+def table_engines() -> tuple[object, object]:
+    path = OWN / "wide_tables.p4"
+    options = CompileOptions(include_dirs=[BMV2])
+    py = make_switch(load_pipeline(path, options), "python")
+    nat = make_switch(load_pipeline(path, options), "native", notice=None)
+    assert nat.engine == "native", "wide_tables does not run natively"  # type: ignore[attr-defined]
+    return py, nat
+
+
+def _header(dst: int, src: int, k: int, flow: int) -> bytes:
+    v = (((((dst << 100) | src) << 4 | k) << 72 | flow) << 24) | 0xABCDEF
+    return v.to_bytes(41, "big")
+
+
+_KEYS = st.tuples(_value(128), st.integers(0, (1 << 100) - 1), st.integers(0, 15), _value(72))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    keys=st.lists(_KEYS, min_size=1, max_size=6),
+    plens=st.lists(st.integers(0, 128), min_size=6, max_size=6),
+    masks=st.lists(_value(100), min_size=6, max_size=6),
+    probes=st.lists(_KEYS, max_size=4),
+)
+def test_wide_table_keys_agree(
+    table_engines: tuple[object, object],
+    keys: list[tuple[int, int, int, int]],
+    plens: list[int],
+    masks: list[int],
+    probes: list[tuple[int, int, int, int]],
+) -> None:
+    """Entries made from the packets' own addresses (an exact bit<72>, a bit<128> prefix of
+    any length, a bit<100> ternary mask), so that they hit, miss by one word or another, and
+    overlap; both engines must forward every packet the same way."""
+    from p4reduce.switch.interp.matches import Exact, Lpm, Ternary
+
+    for sw in table_engines:
+        tables = sw.pipeline.tables  # type: ignore[attr-defined]
+        for t in tables.values():
+            t.clear()
+        for i, (dst, src, k, flow) in enumerate(keys):
+            plen = plens[i]
+            prefix = dst & (((1 << plen) - 1) << (128 - plen))
+            for name, matches, action, args, prio in (
+                ("ingress.lpm6", [Lpm(prefix, plen)], "ingress.set_port", [i + 1, i], None),
+                (
+                    "ingress.tern",
+                    [Ternary(src & masks[i], masks[i]), Exact(k)],
+                    "ingress.set_tag",
+                    [i],
+                    10 + i,
+                ),
+                ("ingress.ex", [Exact(flow)], "ingress.set_tag", [0x40 + i], None),
+            ):
+                try:
+                    tables[name].add_entry(matches, action, args, prio)
+                except Exception:  # noqa: BLE001 - a duplicate key: the same on both engines
+                    pass
+    py, nat = table_engines
+    first = nat.process(0, _header(*keys[0]))  # type: ignore[attr-defined]
+    assert first[0][1][40] == 7, "the first key's own packet hits all three tables"
+    for dst, src, k, flow in [*keys, *probes, (keys[0][0] ^ 1, keys[0][1], keys[0][2], 0)]:
+        frame = _header(dst, src, k, flow)
+        assert py.process(0, frame) == nat.process(0, frame)  # type: ignore[attr-defined]
