@@ -56,7 +56,11 @@ class ExternTx:
         args = [ast.unparse(a) for a in e.args[:2]]
         if args != ["S", "P"] or e.keywords:
             raise Unsupported(f"the call {ast.unparse(e)}")
-        vals = [self.expr(a) for a in e.args[2:]]
+        wide = self.objects.wide_params.get(name, {})
+        vals = [
+            self.wexpr(a) if j in wide else self.expr(a)  # type: ignore[attr-defined]
+            for j, a in enumerate(e.args[2:])
+        ]
         if ret is not None:
             vals.append(ret)
         elif self.objects.returns_value(name):

@@ -53,12 +53,17 @@ class StmtTx(ExprTx, ExternTx, WideTx):
         self.depth = 1
         self.returns = self.objects.returns_value(f.name)
         self.is_key = f.name in self.objects.key_fns
-        for a in args[2:]:
-            self.fn.locals[a] = "param"
+        wide = self.objects.wide_params.get(f.name, {})
+        for j, a in enumerate(args[2:]):
+            self.fn.locals[a] = "wparam" if j in wide else "param"
+            if j in wide:  # an action argument over 64 bits: a p4r_w (cwide.py)
+                self.fn.wbits[a] = wide[j]
         self.collect_locals(f.body)
         self.infer_local_widths(f.body)  # locals that may hold more than 64 bits: cwide.py
         self.block(f.body)
-        params = ["uint64_t *S", "p4r_pkt *P"] + [f"uint64_t {a}" for a in args[2:]]
+        params = ["uint64_t *S", "p4r_pkt *P"] + [
+            f"{'p4r_w' if self.fn.locals[a] == 'wparam' else 'uint64_t'} {a}" for a in args[2:]
+        ]
         if self.returns or self.is_key:
             params.append("uint64_t *_ret")
         proto = f"static int {f.name}({', '.join(params)})"
@@ -291,7 +296,7 @@ class StmtTx(ExprTx, ExternTx, WideTx):
             if kind == "bb":
                 self.assign_bitbuf(t.id, v)
                 return
-            if kind == "param":
+            if kind in ("param", "wparam"):
                 raise Unsupported("an assignment to an action parameter")
         if isinstance(t, ast.Attribute) and ast.unparse(t) == "P.pos":
             self.out(f"P->pos = (uint32_t){self.expr(v)};")
@@ -317,6 +322,8 @@ class StmtTx(ExprTx, ExternTx, WideTx):
     def x_Name(self, e: ast.Name) -> str:  # parameters are plain C arguments
         if self.fn.locals.get(e.id) == "param":
             return e.id
+        if self.fn.locals.get(e.id) == "wparam":  # its low word (only low bits wanted here)
+            return f"{e.id}.w[0]"
         return super().x_Name(e)
 
     # ------------------------------------------------------------------ parser extraction

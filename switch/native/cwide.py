@@ -61,6 +61,17 @@ def split_key(checks: list[tuple[int, int, int]], cols: list[int]) -> list[tuple
     return out
 
 
+def split_args(args: list[int], cols: list[int] | None) -> list[int]:
+    """An entry's action data as C holds it: one word per argument of at most 64 bits, the
+    words of a wider one least significant first."""
+    if cols is None:
+        return list(args)
+    out = []
+    for v, n in zip(args, cols, strict=True):
+        out += [(int(v) >> (64 * j)) & 0xFFFFFFFFFFFFFFFF for j in range(n)]
+    return out
+
+
 class WideTx:
     """Mixin of StmtTx: ``objects`` holds the slot map, ``fn`` the function's locals."""
 
@@ -91,7 +102,7 @@ class WideTx:
             kind = self.fn.locals.get(e.id)
             if kind == "view":
                 return INF
-            if kind in ("u64", "w"):  # from its assignments (infer_local_widths)
+            if kind in ("u64", "w", "wparam"):  # assignments (infer_local_widths), types
                 return self.fn.wbits.get(e.id, 64)
             return 64
         if isinstance(e, ast.Subscript):
@@ -230,7 +241,7 @@ class WideTx:
                 break
         self._wbc = {}
         for name, b in self.fn.wbits.items():
-            if b > 64:
+            if b > 64 and self.fn.locals.get(name) == "u64":
                 self.fn.locals[name] = "w"
         for n in ast.walk(ast.Module(body=body, type_ignores=[])):
             if (
@@ -265,7 +276,7 @@ class WideTx:
         if (vp := self.varbit_part(e)) is not None and vp[1] == 1:
             k = vp[0]
             return f"p4r_w_ld(S + {self.objects.base[k] + 1}, {words(self.objects.vmax[k])})"
-        if isinstance(e, ast.Name) and self.fn.locals.get(e.id) == "w":
+        if isinstance(e, ast.Name) and self.fn.locals.get(e.id) in ("w", "wparam"):
             return e.id
         if isinstance(e, ast.BinOp):
             return self.wbinop(e)

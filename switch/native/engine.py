@@ -22,7 +22,7 @@ from ..interp.builder import Pipeline
 from ..interp.pre import PacketReplicationEngine
 from .build import build, load
 from .cprogram import NativeProgram
-from .cwide import split_key
+from .cwide import split_args, split_key
 from .mirror import (
     NativeCounter,
     NativePre,
@@ -226,7 +226,8 @@ class NativeSwitch:
         entries = lookup_order(t)
         assign_cells(self, i, t, entries)  # direct counter and meter cells
         for e in entries:
-            args = list(e.args) + [0] * (maxargs - len(e.args))
+            args = split_args(e.args, self.program.objects.arg_words.get(e.action))
+            args += [0] * (maxargs - len(args))
             flat += [ids[e.action], 1 | (getattr(e, "_cell", 0) << 1), *args]
             kinds = [(KIND_ANY, 0, 0)] * nk
             for k, kind, a, b in t.compile_checks(e):
@@ -240,12 +241,12 @@ class NativeSwitch:
             raise MemoryError(f"{t.name}: the native engine could not store the entries")
 
     def _max_args(self) -> int:
-        tl = self.program.objects.table_list
-        return max([len(s.params) for t in tl for s in t.actions.values()] + [1])
+        return self.program.objects.arg_columns()  # words: a wide argument takes several
 
     def push_default(self, i: int, t: Any) -> None:
         d = t.default_entry
-        args = list(d.args) + [0] * (self._max_args() - len(d.args))
+        args = split_args(d.args, self.program.objects.arg_words.get(d.action))
+        args += [0] * (self._max_args() - len(args))
         arr = (U64 * len(args))(*args)
         self.lib.p4r_table_default(self._E, i, self.program.objects.actions[d.action], arr)
 

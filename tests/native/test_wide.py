@@ -182,6 +182,13 @@ def table_engines() -> tuple[object, object]:
     return py, nat
 
 
+def ex_action(i: int, dst: int, flow: int) -> tuple[str, list[int]]:
+    """set_tag, or set_dst with action data over 64 bits (bit<128>, bit<72>)."""
+    if i % 2:
+        return "ingress.set_dst", [dst ^ (flow << 50), flow ^ (1 << 71), 0x40 + i]
+    return "ingress.set_tag", [0x40 + i]
+
+
 def _header(dst: int, src: int, k: int, flow: int) -> bytes:
     v = (((((dst << 100) | src) << 4 | k) << 72 | flow) << 24) | 0xABCDEF
     return v.to_bytes(41, "big")
@@ -206,7 +213,8 @@ def test_wide_table_keys_agree(
 ) -> None:
     """Entries made from the packets' own addresses (an exact bit<72>, a bit<128> prefix of
     any length, a bit<100> ternary mask), so that they hit, miss by one word or another, and
-    overlap; both engines must forward every packet the same way."""
+    overlap, half of the exact ones with action data over 64 bits; both engines must forward
+    every packet the same way."""
     from p4reduce.switch.interp.matches import Exact, Lpm, Ternary
 
     for sw in table_engines:
@@ -225,7 +233,7 @@ def test_wide_table_keys_agree(
                     [i],
                     10 + i,
                 ),
-                ("ingress.ex", [Exact(flow)], "ingress.set_tag", [0x40 + i], None),
+                ("ingress.ex", [Exact(flow)], *ex_action(i, dst, flow), None),
             ):
                 try:
                     tables[name].add_entry(matches, action, args, prio)

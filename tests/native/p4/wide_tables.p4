@@ -1,5 +1,6 @@
 // wide_tables: table keys wider than 64 bits (an IPv6-style bit<128> LPM, a bit<100>
-// ternary beside an exact bit<8>, a bit<72> exact), for the differential fuzz test (native
+// ternary beside an exact bit<8>, a bit<72> exact) and action data over 64 bits (from a
+// table entry, and in a direct call), for the differential fuzz test (native
 // vs Python): random entries, defaults and deletions against packets whose addresses are
 // made of edge bytes, so that prefixes, masks and exact keys match now and then.
 #include <core.p4>
@@ -36,6 +37,11 @@ control ingress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_
     action set_tag(bit<8> t) {
         hdr.h.tag = t;
     }
+    action set_dst(bit<128> d, bit<72> f, bit<8> t) {
+        hdr.h.dst = d;
+        hdr.h.flow = f ^ hdr.h.flow;
+        hdr.h.tag = t;
+    }
     action to_cpu() {
         sm.egress_spec = 3;
     }
@@ -51,7 +57,7 @@ control ingress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_
     }
     table ex {
         key = { hdr.h.flow: exact; }
-        actions = { set_tag; NoAction; }
+        actions = { set_tag; set_dst; NoAction; }
         default_action = NoAction();
     }
     apply {
@@ -60,6 +66,9 @@ control ingress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_
         if (lpm6.apply().hit) { hdr.h.hits = hdr.h.hits | 1; }
         if (tern.apply().hit) { hdr.h.hits = hdr.h.hits | 2; }
         if (ex.apply().hit) { hdr.h.hits = hdr.h.hits | 4; }
+        if (hdr.h.k == 15) {
+            set_dst(hdr.h.dst + 1, 72w5, 8w9);
+        }
     }
 }
 
