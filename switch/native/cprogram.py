@@ -84,6 +84,7 @@ class ProgramObjects:
     # their generated functions' wide parameters: index after S, P -> width
     arg_words: dict[str, list[int]] = field(default_factory=dict)
     wide_params: dict[str, dict[int, int]] = field(default_factory=dict)
+    reg_words: dict[int, int] = field(default_factory=dict)  # wide register -> words per cell
 
     def arg_columns(self) -> int:
         """The words of action data an entry holds in C (one per argument of at most 64
@@ -322,8 +323,11 @@ def check_objects(pipeline: Pipeline, objs: ProgramObjects) -> None:
             objs.tables[name] = len(objs.table_list)
             objs.table_list.append(obj)
         elif isinstance(obj, Register):
-            if obj.width > 64:
-                raise Unsupported(f"{obj.name}: a register wider than 64 bits")
+            if obj.width > 64 and obj.signed:
+                raise Unsupported(f"{obj.name}: a signed register wider than 64 bits")
+            if obj.width > 64:  # its cells take a word per 64 bits each (cwide.py)
+                objs.reg_words[len(objs.register_list)] = words(obj.width)
+                objs.wide_bits = max(objs.wide_bits, obj.width)
             objs.registers[name] = len(objs.register_list)
             objs.register_list.append(obj)
         elif isinstance(obj, Counter):
@@ -517,7 +521,8 @@ def state_code(objs: ProgramObjects) -> str:
     """Allocation of register and counter storage, and the tables' static shape."""
     lines = ["static int p4r_alloc_state(p4r_engine *E) {"]
     for i, r in enumerate(objs.register_list):
-        lines.append(f"    if (!(E->reg[{i}] = calloc({max(r.size, 1)}, 8))) return -1;")
+        n = max(r.size, 1) * objs.reg_words.get(i, 1)
+        lines.append(f"    if (!(E->reg[{i}] = calloc({n}, 8))) return -1;")
     for i, c in enumerate(objs.counter_list):
         n = max(c.size, 1)
         lines.append(f"    if (!(E->ctr_pk[{i}] = calloc({n}, 8))) return -1;")

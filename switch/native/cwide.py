@@ -72,6 +72,11 @@ def split_args(args: list[int], cols: list[int] | None) -> list[int]:
     return out
 
 
+def join_words(ws: list[int]) -> int:
+    """Words, least significant first, as one number."""
+    return sum(int(w) << (64 * j) for j, w in enumerate(ws))
+
+
 class WideTx:
     """Mixin of StmtTx: ``objects`` holds the slot map, ``fn`` the function's locals."""
 
@@ -83,6 +88,8 @@ class WideTx:
     def wb(self, e: ast.expr) -> int:
         """An upper bound on the bit length of ``e``'s value (modulo arithmetic: the low bits
         of a subtraction are bounded like an addition's; signs are csigns.py's business)."""
+        if isinstance(e, ast.Constant):  # the generator makes temporary ones: not cached by id
+            return min(self._wb(e), INF)
         key = id(e)
         r = self._wbc.get(key)
         if r is None:
@@ -167,7 +174,21 @@ class WideTx:
         if k is not None:
             slot, part = k
             return 32 if part == 0 else self.objects.vmax[slot]
+        if isinstance(base, ast.Name) and (r := self.objects.register_cells(base.id)) is not None:
+            return self.objects.register_list[r].width
         return 64
+
+    def wide_cell(self, e: ast.expr) -> str | None:
+        """``X_CELLS[i]`` of a register over 64 bits: a pointer to the cell's words, and
+        their number."""
+        if not (isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name)):
+            return None
+        r = self.objects.register_cells(e.value.id)
+        if r is None or r not in self.objects.reg_words:
+            return None
+        n = self.objects.reg_words[r]
+        # the generated Python checked the index against the register's size
+        return f"P->E->reg[{r}] + ({self.expr(e.slice)}) * {n}, {n}"  # type: ignore[attr-defined]
 
     def varbit_part(self, e: ast.expr) -> tuple[int, int] | None:
         """(slot, 0 | 1) for ``S[k][0]`` (a varbit's width) or ``S[k][1]`` (its value)."""
@@ -278,6 +299,8 @@ class WideTx:
             return f"p4r_w_ld(S + {self.objects.base[k] + 1}, {words(self.objects.vmax[k])})"
         if isinstance(e, ast.Name) and self.fn.locals.get(e.id) in ("w", "wparam"):
             return e.id
+        if (cell := self.wide_cell(e)) is not None:
+            return f"p4r_w_ld({cell})"
         if isinstance(e, ast.BinOp):
             return self.wbinop(e)
         if isinstance(e, ast.UnaryOp):
@@ -423,6 +446,8 @@ class WideTx:
             return f"p4r_w_st(S + {self.objects.base[k]}, {n}, {self.wexpr(v)});"
         if isinstance(t, ast.Name) and self.fn.locals.get(t.id) == "w":
             return f"{t.id} = {self.wexpr(v)};"
+        if (cell := self.wide_cell(t)) is not None:
+            return f"p4r_w_st({cell}, {self.wexpr(v)});"
         k = self.varbit_slot(t)
         if k is None:
             return None

@@ -22,7 +22,7 @@ from ..interp.builder import Pipeline
 from ..interp.pre import PacketReplicationEngine
 from .build import build, load
 from .cprogram import NativeProgram
-from .cwide import split_args, split_key
+from .cwide import join_words, split_args, split_key
 from .mirror import (
     NativeCounter,
     NativePre,
@@ -263,12 +263,37 @@ class NativeSwitch:
             raise ValueError(f"value set {i}: more members than its size")
 
     def reg_get(self, r: int, i: int) -> int:
+        w = self.program.objects.reg_words.get(r, 1)  # a wide register: words per cell
+        if w > 1:
+            return join_words(self._reg_words(r, i, w))
         return int(self.lib.p4r_reg_get(self._E, r, i))
 
     def reg_set(self, r: int, i: int, v: int) -> None:
+        w = self.program.objects.reg_words.get(r, 1)
+        if w > 1:
+            self._reg_words(r, i, w, split_args([v], [w]))
+            return
         self.lib.p4r_reg_set(self._E, r, i, v)
 
+    def _reg_words(self, r: int, i: int, w: int, src: list[int] | None = None) -> list[int]:
+        """Cell i of wide register r: its w words in one engine call (runtime/p4r_wide.c)."""
+        f = self.lib.p4r_reg_words
+        f.argtypes = [ctypes.c_void_p, U32, U64, U32, ctypes.POINTER(U64), ctypes.POINTER(U64)]
+        dst = (U64 * w)()
+        f(self._E, r, i * w, w, dst, (U64 * w)(*src) if src is not None else None)
+        return list(dst)
+
     def reg_bulk(self, r: int, n: int, values: list[int] | None = None) -> list[int]:
+        w = self.program.objects.reg_words.get(r, 1)
+        if w > 1:
+            flat = None
+            if values is not None:
+                flat = [x for v in values for x in split_args([v], [w])]
+            got = self._reg_bulk_words(r, n * w, flat)
+            return [join_words(got[k * w : (k + 1) * w]) for k in range(n)]
+        return self._reg_bulk_words(r, n, values)
+
+    def _reg_bulk_words(self, r: int, n: int, values: list[int] | None) -> list[int]:
         dst = array("Q", bytes(8 * max(n, 1)))
         src = array("Q", values) if values is not None else None
         self.lib.p4r_reg_bulk(

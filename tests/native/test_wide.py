@@ -241,6 +241,7 @@ def test_wide_table_keys_agree(
                     pass
     py, nat = table_engines
     first = nat.process(0, _header(*keys[0]))  # type: ignore[attr-defined]
+    assert first == py.process(0, _header(*keys[0]))  # type: ignore[attr-defined]
     assert first[0][1][40] == 7, "the first key's own packet hits all three tables"
     for dst, src, k, flow in [*keys, *probes, (keys[0][0] ^ 1, keys[0][1], keys[0][2], 0)]:
         frame = _header(dst, src, k, flow)

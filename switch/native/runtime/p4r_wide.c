@@ -169,3 +169,14 @@ static inline void p4r_bb_push_w(p4r_bitbuf *bb, p4r_w v, uint64_t w) {
         p4r_bb_push(bb, v.w[i], k > 64 ? 64 : (uint32_t)k);
     }
 }
+
+/* The control plane's access to one cell of a register over 64 bits: its n words at once,
+ * under the engine's mutex, so that a packet never sees half a cell (engine.py reg_get and
+ * reg_set; the whole register goes through p4r_reg_bulk). */
+void p4r_reg_words(p4r_engine *E, uint32_t r, uint64_t first, uint32_t n, uint64_t *dst,
+                   const uint64_t *src) {
+    pthread_mutex_lock(&E->mu);
+    if (src) memcpy(E->reg[r] + first, src, (size_t)n * 8);
+    if (dst) memcpy(dst, E->reg[r] + first, (size_t)n * 8);
+    pthread_mutex_unlock(&E->mu);
+}

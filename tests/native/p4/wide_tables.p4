@@ -1,6 +1,6 @@
 // wide_tables: table keys wider than 64 bits (an IPv6-style bit<128> LPM, a bit<100>
 // ternary beside an exact bit<8>, a bit<72> exact) and action data over 64 bits (from a
-// table entry, and in a direct call), for the differential fuzz test (native
+// table entry, and in a direct call) and a register of bit<130> cells, for the differential fuzz test (native
 // vs Python): random entries, defaults and deletions against packets whose addresses are
 // made of edge bytes, so that prefixes, masks and exact keys match now and then.
 #include <core.p4>
@@ -60,7 +60,9 @@ control ingress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_
         actions = { set_tag; set_dst; NoAction; }
         default_action = NoAction();
     }
+    register<bit<130>>(4) acc;
     apply {
+        bit<130> v;
         sm.egress_spec = 1;
         hdr.h.hits = 0;
         if (lpm6.apply().hit) { hdr.h.hits = hdr.h.hits | 1; }
@@ -69,6 +71,10 @@ control ingress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_
         if (hdr.h.k == 15) {
             set_dst(hdr.h.dst + 1, 72w5, 8w9);
         }
+        acc.read(v, (bit<32>)hdr.h.k);
+        v = v + (bit<130>)hdr.h.dst;
+        acc.write((bit<32>)hdr.h.k, v);
+        hdr.h.flow = v[129:58];
     }
 }
 
