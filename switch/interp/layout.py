@@ -111,6 +111,8 @@ class Storage:
     names: list[str] = field(default_factory=list)  # for traces and debugging
     owner: dict[int, HeaderL] = field(default_factory=dict)  # field slot -> its header
     signed: set[int] = field(default_factory=set)  # slots of int<W> values (the native engine)
+    # bit<W>/int<W> slots: W; varbit slots: the maximum width (the native engine's storage)
+    widths: dict[int, int] = field(default_factory=dict)
 
     def new_slot(self, value: Any, name: str, in_header: bool) -> int:
         self.init.append(value)
@@ -155,6 +157,8 @@ class Storage:
             b = b.underlying
         if isinstance(b, T.Bits) and b.signed:
             self.signed.add(slot)
+        if isinstance(b, (T.Bits, T.Varbit)):
+            self.widths[slot] = b.width
         return Scalar(slot, t)
 
     def metadata_slots(self) -> list[int]:

@@ -70,7 +70,8 @@ class FnCtx:
     """Per generated function: its locals and how a raised exception leaves the code."""
 
     name: str
-    locals: dict[str, str] = field(default_factory=dict)  # name -> kind: u64 | view | bb
+    locals: dict[str, str] = field(default_factory=dict)  # name -> kind: u64 | w | view | bb
+    wbits: dict[str, int] = field(default_factory=dict)  # name -> bound of its bits (cwide.py)
     views: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (ptr, nbytes)
     ends: dict[str, tuple[str, int]] = field(default_factory=dict)  # _e -> (_p, nbytes)
     onexc: list[str] = field(default_factory=lambda: ["return _rc;"])
@@ -81,13 +82,30 @@ class ExprTx:
 
     objects: Any
     fn: FnCtx
+    # set for one call of expr(): only the low 64 bits of the value are used (the operand of
+    # + - * & | ^ ~ or a left shift), so a wide value may be read as its lowest word
+    _low: bool = False
+    cur_low: bool = False
 
     # ------------------------------------------------------------------ entry
     def expr(self, e: ast.expr) -> str:
+        low, self._low = self._low, False
+        if not low and self.wb(e) > 64 and not isinstance(e, ast.Tuple):  # type: ignore[attr-defined]
+            # a value that may have more than 64 bits where C needs its exact value in 64
+            raise Unsupported(f"a value wider than 64 bits ({ast.unparse(e)}) held in 64")
         m = getattr(self, "x_" + type(e).__name__, None)
         if m is None:
             raise Unsupported(f"Python expression {type(e).__name__}")
-        return m(e)
+        saved, self.cur_low = self.cur_low, low
+        try:
+            return m(e)
+        finally:
+            self.cur_low = saved
+
+    def low(self, e: ast.expr) -> str:
+        """``e`` modulo 2^64: a wide value's lowest word."""
+        self._low = True
+        return self.expr(e)
 
     def raise_code(self) -> str:
         return self.fn.onexc[-1]
@@ -100,7 +118,7 @@ class ExprTx:
         if v is False or v is None:
             return "0"
         if isinstance(v, int):
-            return const(v)
+            return const(v & U64 if self.cur_low and v > U64 else v)
         if isinstance(v, str):
             return const(self.objects.action_id(v))
         raise Unsupported(f"the constant {v!r}")
@@ -109,6 +127,8 @@ class ExprTx:
         n = e.id
         if n in self.fn.locals and self.fn.locals[n] == "u64":
             return n
+        if self.fn.locals.get(n) == "w":  # a wide local's low word (cwide.py)
+            return f"{n}.w[0]"
         if n in self.objects.states:
             return str(self.objects.states[n])
         if n == "None":
@@ -118,9 +138,14 @@ class ExprTx:
     def x_Subscript(self, e: ast.Subscript) -> str:
         base = e.value
         if isinstance(base, ast.Name) and base.id == "S":
-            return f"S[{self.slot(e.slice)}]"
+            if self.varbit_slot(e) is not None:  # type: ignore[attr-defined]
+                raise Unsupported(f"a varbit value ({ast.unparse(e)}) held in 64 bits")
+            return f"S[{self.slot(e.slice)}]"  # a wide slot: its lowest word
+        if (vp := self.varbit_part(e)) is not None:  # type: ignore[attr-defined]
+            return f"S[{self.objects.base[vp[0]] + vp[1]}]"  # width, or the value's low word
         if isinstance(base, ast.Name) and (r := self.objects.register_cells(base.id)) is not None:
-            return f"P->E->reg[{r}][{self.expr(e.slice)}]"
+            n = self.objects.reg_words.get(r, 1)  # a wide register: its cell's low word
+            return f"P->E->reg[{r}][{self.expr(e.slice)}{f' * {n}' if n > 1 else ''}]"
         if isinstance(base, ast.Call) and isinstance(e.slice, ast.Constant):
             res = self.apply_result(base)
             if e.slice.value == 0:
@@ -131,7 +156,7 @@ class ExprTx:
 
     def slot(self, s: ast.expr) -> str:
         if isinstance(s, ast.Constant) and isinstance(s.value, int):
-            return str(s.value)
+            return str(self.objects.base[s.value])  # the slot's first word (cwide.py)
         # S[IX[i]]: a field of the header stack element picked at run time. IX lists the
         # field's slot in each element, then in the scratch element that out-of-range indexes
         # go to (the interpreter bounds i before). Indexing follows Python's tuple rules: a
@@ -159,8 +184,8 @@ class ExprTx:
         op = type(e.op)
         if op is ast.BitAnd and isinstance(e.left, ast.BinOp) and isinstance(e.left.op, ast.Sub):
             # (a - b) & mask: wraps like C's unsigned subtraction, then masked
-            if isinstance(e.right, ast.Constant):
-                a, b = self.expr(e.left.left), self.expr(e.left.right)
+            if isinstance(e.right, ast.Constant) and e.right.value <= U64:
+                a, b = self.low(e.left.left), self.low(e.left.right)
                 return f"(({a} - {b}) & {self.expr(e.right)})"
         if op is ast.BitAnd and isinstance(e.left, ast.BinOp) and isinstance(e.left.op, ast.RShift):
             view = self.view_of(e.left.left)
@@ -171,7 +196,17 @@ class ExprTx:
                 return self.view_bits(view, ast.Constant(0), e.right.value)
         if op is ast.RShift and (peek := self.lookahead(e.left, e.right)) is not None:
             return peek
-        a, b = self.expr(e.left), self.expr(e.right)
+        if op in (ast.RShift, ast.Mod, ast.FloorDiv) and self.wb(e.left) > 64:
+            # the high bits of a wide operand reach the result: compute it wide (cwide.py)
+            return f"({self.wbinop(e)}).w[0]"  # type: ignore[attr-defined]
+        if op in _INFIX:
+            a, b = self.low(e.left), self.low(e.right)
+        elif op is ast.LShift:
+            a, b = self.low(e.left), self.shift_amount(e.right)  # type: ignore[attr-defined]
+        elif op is ast.RShift:
+            a, b = self.expr(e.left), self.shift_amount(e.right)  # type: ignore[attr-defined]
+        else:
+            a, b = self.expr(e.left), self.expr(e.right)
         if op in (ast.Mod, ast.FloorDiv) and (self.neg(e.left) or self.neg(e.right)):
             raise Unsupported(f"a signed division ({ast.unparse(e)})")
         if op in _INFIX:
@@ -197,11 +232,11 @@ class ExprTx:
 
     def x_UnaryOp(self, e: ast.UnaryOp) -> str:
         if isinstance(e.op, ast.Not):
-            return f"(!{self.expr(e.operand)})"
+            return f"(!{self.truth(e.operand)})"  # type: ignore[attr-defined]
         if isinstance(e.op, ast.USub):
-            return f"(UINT64_C(0) - {self.expr(e.operand)})"
+            return f"(UINT64_C(0) - {self.low(e.operand)})"
         if isinstance(e.op, ast.Invert):
-            return f"(~(uint64_t){self.expr(e.operand)})"
+            return f"(~(uint64_t){self.low(e.operand)})"
         raise Unsupported(f"the unary operator {type(e.op).__name__}")
 
     def neg(self, e: ast.expr) -> bool:
@@ -210,7 +245,7 @@ class ExprTx:
 
     def x_BoolOp(self, e: ast.BoolOp) -> str:
         op = " && " if isinstance(e.op, ast.And) else " || "
-        return "(" + op.join(f"({self.expr(v)} != 0)" for v in e.values) + ")"
+        return "(" + op.join(f"({self.truth(v)} != 0)" for v in e.values) + ")"  # type: ignore[attr-defined]
 
     def x_Compare(self, e: ast.Compare) -> str:
         ops = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">"}
@@ -223,6 +258,11 @@ class ExprTx:
             sym = ops.get(type(op))
             if sym is None:
                 raise Unsupported(f"the comparison {type(op).__name__}")
+            wide = self.wide_compare(left, sym, right)  # type: ignore[attr-defined]
+            if wide is not None:
+                parts.append(wide)
+                left = right
+                continue
             lhs = self.compare_operand(left)
             rhs = self.compare_operand(right)
             if sym not in ("==", "!=") and (self.neg(left) or self.neg(right)):
@@ -249,11 +289,13 @@ class ExprTx:
         guard = ast.unparse(e.test)
         nonzero = getattr(self, "nonzero", set())
         self.nonzero = nonzero | {guard}
+        branch = self.low if self.cur_low else self.expr
         try:
-            body = self.expr(e.body)
+            body = branch(e.body)
         finally:
             self.nonzero = nonzero
-        return f"(({self.expr(e.test)}) ? ({body}) : ({self.expr(e.orelse)}))"
+        test = self.truth(e.test)  # type: ignore[attr-defined]
+        return f"(({test}) ? ({body}) : ({branch(e.orelse)}))"
 
     def divisor(self, e: ast.expr) -> str:
         """A divisor known not to be zero here (a constant, or guarded by the enclosing test)."""
@@ -368,7 +410,9 @@ class ExprTx:
 
     def view_bits(self, view: tuple[str, str], off: ast.expr, m: Any) -> str:
         w = mask_width(m) if isinstance(m, int) else None
-        if w is None or w > 64 or not isinstance(off, ast.Constant):
-            raise Unsupported("a field wider than 64 bits or a run-time bit offset")
+        if w is None or w > 64:
+            raise Unsupported("a field wider than 64 bits read as 64")
         ptr, nbytes = view
-        return f"p4r_get_bits({ptr}, {nbytes}, {off.value}, {w})"
+        # a run-time offset: the fixed fields after a varbit one
+        o = str(off.value) if isinstance(off, ast.Constant) else f"(uint32_t)({self.expr(off)})"
+        return f"p4r_get_bits({ptr}, {nbytes}, {o}, {w})"

@@ -56,7 +56,11 @@ class ExternTx:
         args = [ast.unparse(a) for a in e.args[:2]]
         if args != ["S", "P"] or e.keywords:
             raise Unsupported(f"the call {ast.unparse(e)}")
-        vals = [self.expr(a) for a in e.args[2:]]
+        wide = self.objects.wide_params.get(name, {})
+        vals = [
+            self.wexpr(a) if j in wide else self.expr(a)  # type: ignore[attr-defined]
+            for j, a in enumerate(e.args[2:])
+        ]
         if ret is not None:
             vals.append(ret)
         elif self.objects.returns_value(name):
@@ -237,6 +241,23 @@ class ExternTx:
     # ------------------------------------------------------------------ deparser
     def emit_bytes(self, v: ast.expr) -> None:
         """P.out.append((fields...).to_bytes(N, 'big')): one header, MSB first."""
+        if (
+            isinstance(v, ast.Call)
+            and isinstance(v.func, ast.Attribute)
+            and v.func.attr == "to_bytes"
+            and isinstance(v.func.value, ast.Name)
+            and self.fn.locals.get(v.func.value.id) == "bb"
+        ):
+            # a header with a varbit field, packed into a bit buffer (its length at run time)
+            b = v.func.value.id
+            n = (self.bb_bits.get(b, 0) + 7) // 8  # type: ignore[attr-defined]
+            self.objects.note_emit(n)
+            self.out(
+                f"{{ uint64_t _n = {self.expr(v.args[0])}; if (_n > {n} || P->outlen + _n > "
+                f"P4R_OUT_MAX) {{ _rc = P4R_FAULT; return _rc; }} "
+                f"memcpy(P->out + P->outlen, {b}.b, _n); P->outlen += (uint32_t)_n; }}"
+            )
+            return
         if not (
             isinstance(v, ast.Call)
             and isinstance(v.func, ast.Attribute)

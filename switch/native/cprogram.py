@@ -20,6 +20,7 @@ from ..interp.tables import Table
 from .cexprs import U64, Unsupported, const
 from .csigns import Signs
 from .cstmts import StmtTx
+from .cwide import words
 
 GENERATOR_VERSION = "4"
 STD_NEEDED = (
@@ -72,6 +73,43 @@ class ProgramObjects:
     vset_list: list[ValueSet] = field(default_factory=list)
     profile_list: list[ActionProfile] = field(default_factory=list)  # C index -> profile
     sel_fns: dict[str, str] = field(default_factory=dict)  # selector key fn -> hash algorithm
+    # the slots as words of S (cwide.py): the first word of each slot, its words on arrival
+    base: list[int] = field(default_factory=list)
+    init_words: list[int] = field(default_factory=list)
+    vmax: dict[int, int] = field(default_factory=dict)  # varbit slot -> its maximum width
+    wide_bits: int = 0  # the widest value the wide path computes (P4R_WW words); 0: none
+    # per table whose keys take more than one word each: the words of each key (cwide.py);
+    # per key function the same, for its return
+    key_words: dict[int, list[int]] = field(default_factory=dict)
+    key_fn_words: dict[str, list[int]] = field(default_factory=dict)
+    # actions with data over 64 bits: the words of each argument (engine.push_entries), and
+    # their generated functions' wide parameters: index after S, P -> width
+    arg_words: dict[str, list[int]] = field(default_factory=dict)
+    wide_params: dict[str, dict[int, int]] = field(default_factory=dict)
+    reg_words: dict[int, int] = field(default_factory=dict)  # wide register -> words per cell
+
+    def arg_columns(self) -> int:
+        """The words of action data an entry holds in C (one per argument of at most 64
+        bits), the most any action takes."""
+        return max(
+            [
+                sum(self.arg_words.get(a, [1] * len(s.params)))
+                for t in self.table_list
+                for a, s in t.actions.items()
+            ]
+            + [1]
+        )
+
+    def key_columns(self, t: Table) -> int:
+        """The words of a table's key in C (one per key of at most 64 bits)."""
+        return sum(words(k.width) for k in t.keys)
+
+    def slot_bits(self, k: int) -> int:
+        """A bound on the bits of slot k's value (64 where the type does not say)."""
+        init = self.pipeline.storage.init[k]
+        if isinstance(init, bool):
+            return 1
+        return getattr(self.pipeline.storage, "widths", {}).get(k, 64)
 
     def table_id(self, name: str) -> int | None:
         return self.tables.get(name)
@@ -105,7 +143,7 @@ class ProgramObjects:
 
     def note_ix(self, name: str, table: tuple[int, ...]) -> str:
         """The C array of a header stack field's slots per element (``S[IX[i]]``)."""
-        self.ix_tables[name] = table
+        self.ix_tables[name] = tuple(self.base[k] for k in table)
         return f"P4R_{name}"
 
     def note_bitbuf(self, nbits: int) -> None:
@@ -137,7 +175,7 @@ def generate(pipeline: Pipeline) -> NativeProgram:
     cache_key = (pipeline.source, objects_signature(objs))
     cached = _CACHE.get(cache_key)
     if cached is not None:
-        objs.emit_total, objs.bitbuf_max = cached[1], cached[2]
+        objs.emit_total, objs.bitbuf_max, objs.wide_bits = cached[1], cached[2], cached[5]
         objs.event_sites = list(cached[3])
         objs.crcs = list(cached[4])
         return NativeProgram(cached[0], objs)
@@ -166,6 +204,11 @@ def generate(pipeline: Pipeline) -> NativeProgram:
             for p, (kind, _) in zip(params, kinds, strict=False):
                 if kind == "s":
                     objs.signed_params.setdefault(fn, set()).add(p)
+    for t in objs.table_list:  # the generated functions of actions with wide data
+        for aname, spec in t.actions.items():
+            if aname in objs.arg_words:
+                fn = getattr(spec.fn, "__name__", "")
+                objs.wide_params[fn] = {j: w for j, (_, w) in enumerate(spec.params) if w > 64}
     objs.signs = Signs(objs, fdefs)
     for t in objs.table_list:
         kf = getattr(t.key_fn, "__name__", None)
@@ -174,13 +217,15 @@ def generate(pipeline: Pipeline) -> NativeProgram:
                 raise Unsupported(f"the key of table {t.name}")
             objs.key_fns.add(kf)
             objs.value_fns.discard(kf)
+            if any(k.width > 64 for k in t.keys):
+                objs.key_fn_words[kf] = [words(k.width) for k in t.keys]
     tx = StmtTx(objs)
     protos, bodies = [], []
     for f in fdefs:
         try:
             p, b = tx.function(f)
         except Unsupported as e:
-            raise Unsupported(e.what, _where(pipeline, f.name)) from None
+            raise Unsupported(e.what, _where(pipeline, f.name)) from e
         except RecursionError:
             # a generator pass that still recurses met a deeper expression than Python's
             # stack allows: refuse (the Python engine runs it) rather than fail the load
@@ -203,6 +248,9 @@ def generate(pipeline: Pipeline) -> NativeProgram:
     parts.append(f"static const uint32_t P4R_VS_SIZE[] = {{{sizes}}};")
     parts.append(f"static const uint32_t P4R_VS_FIELDS[] = {{{nfields}}};")
     parts.append(resources.files(__package__).joinpath("runtime/p4r_types.c").read_text())
+    if objs.wide_bits or objs.vmax:  # only programs with wide or varbit values need it
+        parts.append(f"#define P4R_WW {words(max(objs.wide_bits, *objs.vmax.values(), 1))}")
+        parts.append(resources.files(__package__).joinpath("runtime/p4r_wide.c").read_text())
     parts.append(counter_code(objs))
     parts += protos
     parts += [
@@ -228,6 +276,7 @@ def generate(pipeline: Pipeline) -> NativeProgram:
         objs.bitbuf_max,
         tuple(objs.event_sites),
         tuple(objs.crcs),
+        objs.wide_bits,
     )
     return NativeProgram(source, objs)
 
@@ -271,16 +320,17 @@ def check_objects(pipeline: Pipeline, objs: ProgramObjects) -> None:
     """Index the program's tables, registers and counters; refuse what C does not hold yet."""
     ns = pipeline.namespace
     objs.signed_slots = set(getattr(pipeline.storage, "signed", ()))
-    for v in pipeline.storage.init:
-        if not isinstance(v, (bool, int)):
-            raise Unsupported(f"{pipeline.name}: varbit fields")
+    slot_layout(pipeline, objs)
     for name, obj in ns.items():
         if isinstance(obj, Table):
             objs.tables[name] = len(objs.table_list)
             objs.table_list.append(obj)
         elif isinstance(obj, Register):
-            if obj.width > 64:
-                raise Unsupported(f"{obj.name}: a register wider than 64 bits")
+            if obj.width > 64 and obj.signed:
+                raise Unsupported(f"{obj.name}: a signed register wider than 64 bits")
+            if obj.width > 64:  # its cells take a word per 64 bits each (cwide.py)
+                objs.reg_words[len(objs.register_list)] = words(obj.width)
+                objs.wide_bits = max(objs.wide_bits, obj.width)
             objs.registers[name] = len(objs.register_list)
             objs.register_list.append(obj)
         elif isinstance(obj, Counter):
@@ -304,14 +354,23 @@ def check_objects(pipeline: Pipeline, objs: ProgramObjects) -> None:
             objs.tables[f"<{t.name}>"] = len(objs.table_list)
             objs.table_list.append(t)
         for aname, spec in t.actions.items():
-            if any(w > 64 for _, w in spec.params):
-                raise Unsupported(f"{t.name}: action {spec.name} takes data wider than 64 bits")
             if spec.convert is not tuple:
                 ti = objs.table_list.index(t)
                 objs.arg_kinds[(ti, aname)] = arg_kinds(spec)
+                if any(k == "s" and w > 64 for k, w in objs.arg_kinds[(ti, aname)]):
+                    raise Unsupported(
+                        f"{t.name}: action {spec.name} takes a signed value over 64 bits"
+                    )
+            if any(w > 64 for _, w in spec.params):  # a column per word (cwide.py)
+                objs.arg_words[aname] = [words(max(w, 1)) for _, w in spec.params]
+                objs.wide_bits = max(objs.wide_bits, *(w for _, w in spec.params))
             objs.actions.setdefault(spec.name, len(objs.actions) + 1)
+        if any(k.width > 64 and k.match_kind == "range" for k in t.keys):
+            raise Unsupported(f"{t.name}: a range key wider than 64 bits")
         if any(k.width > 64 for k in t.keys):
-            raise Unsupported(f"{t.name}: a key wider than 64 bits")
+            # a wide key is matched as one column per word (exact, masks, prefixes: a mask
+            # of each word); cwide.split_key pushes the entries so
+            objs.key_words[objs.table_list.index(t)] = [words(k.width) for k in t.keys]
     check_profiles(pipeline, objs)
     for r in pipeline.registers.values():
         if r not in objs.register_list:
@@ -345,6 +404,9 @@ def check_profiles(pipeline: Pipeline, objs: ProgramObjects) -> None:
         }
         if len(shapes) > 1:
             raise Unsupported(f"{prof.name}: a profile shared by tables with different actions")
+        if any(a in objs.arg_words for t in prof.tables for a in t.actions):
+            # members are pushed one word per argument (profile_words), not split (cwide.py)
+            raise Unsupported(f"{prof.name}: action data wider than 64 bits in an action profile")
         for t in prof.tables:
             if t not in objs.table_list:
                 raise Unsupported(f"{t.name}: a table the generated code does not name")
@@ -359,10 +421,33 @@ def profile_of(objs: ProgramObjects, t: Table) -> int | None:
     return objs.profile_list.index(t.profile) if t.profile is not None else None
 
 
+def slot_layout(pipeline: Pipeline, objs: ProgramObjects) -> None:
+    """Each slot's words in S: one for a value of at most 64 bits, ceil(W / 64) for a wider
+    one, a width word and ceil(max / 64) value words for a varbit (cwide.py)."""
+    storage = pipeline.storage
+    widths = getattr(storage, "widths", {})
+    for k, v in enumerate(storage.init):
+        objs.base.append(len(objs.init_words))
+        if isinstance(v, tuple) and len(v) == 2:  # varbit: (width, value)
+            vmax = widths.get(k)
+            if vmax is None:
+                raise Unsupported(f"{pipeline.name}: a varbit field of unknown size")
+            objs.vmax[k] = vmax
+            objs.init_words += [0] * (1 + words(vmax))
+        elif not isinstance(v, (bool, int)):
+            raise Unsupported(f"{pipeline.name}: a slot holding {type(v).__name__}")
+        elif widths.get(k, 0) > 64:
+            if k in objs.signed_slots:
+                raise Unsupported(f"{pipeline.name}: an int<{widths[k]}> (signed, over 64 bits)")
+            objs.init_words += [0] * words(widths[k])
+        else:
+            objs.init_words.append(int(v))
+
+
 def prelude(pipeline: Pipeline, objs: ProgramObjects, stage_fns: dict[str, str]) -> str:
-    init = pipeline.storage.init
-    nkeys = max([len(t.keys) for t in objs.table_list] + [1])
-    nargs = max([len(s.params) for t in objs.table_list for s in t.actions.values()] + [1])
+    init = objs.init_words
+    nkeys = max([objs.key_columns(t) for t in objs.table_list] + [1])
+    nargs = objs.arg_columns()
     lines = [
         f"/* generated by p4reduce's native generator {GENERATOR_VERSION} from {pipeline.name} */",
         f"#define P4R_NSLOTS {max(len(init), 1)}",
@@ -382,7 +467,7 @@ def prelude(pipeline: Pipeline, objs: ProgramObjects, stage_fns: dict[str, str])
         lines.append("#define P4R_HAS_DIGESTS 1")
     for f in STD_NEEDED + STD_OPTIONAL:
         if f in pipeline.std:
-            lines.append(f"#define P4R_STD_{f} {pipeline.std[f]}")
+            lines.append(f"#define P4R_STD_{f} {objs.base[pipeline.std[f]]}")
     for f, w in (
         ("ingress_port", 9),
         ("egress_rid", 16),
@@ -408,7 +493,7 @@ def state_dispatch(objs: ProgramObjects) -> str:
 def table_code(objs: ProgramObjects) -> str:
     out = []
     for i, t in enumerate(objs.table_list):
-        nk = len(t.keys)
+        nk = objs.key_columns(t)
         kf = getattr(t.key_fn, "__name__", "")
         lines = [f"static int p4r_tbl_{i}(uint64_t *S, p4r_pkt *P, uint64_t *_res) {{"]
         lines.append(f"    /* {t.name} */")
@@ -421,7 +506,7 @@ def table_code(objs: ProgramObjects) -> str:
         k = profile_of(objs, t)
         if k is not None:
             lines += profile_code(objs, i, k, t)
-        lines += direct_code(i, t)
+        lines += direct_code(i, t, objs)
         if k is not None:
             lines.append("    if (_m) e = _m; /* the member's action runs */")
         lines.append("    *_res = e->hit | ((uint64_t)e->action << 1);")
@@ -431,7 +516,14 @@ def table_code(objs: ProgramObjects) -> str:
             if fn not in objs.functions:
                 raise Unsupported(f"{t.name}: action {name} has no generated function")
             kinds = objs.arg_kinds.get((i, name))
-            args = ", ".join(["S", "P"] + [arg_code(j, kinds) for j in range(len(spec.params))])
+            cols = objs.arg_words.get(name, [1] * len(spec.params))
+            codes, col = [], 0
+            for j, n in enumerate(cols):  # an argument over 64 bits: its words (cwide.py)
+                codes.append(
+                    arg_code(j, kinds, col) if n == 1 else f"p4r_w_ld(e->args + {col}, {n})"
+                )
+                col += n
+            args = ", ".join(["S", "P", *codes])
             lines.append(f"    case {objs.actions[name]}: return {fn}({args});")
         lines += ["    default: return P4R_OK;", "    }", "}"]
         out.append("\n".join(lines))
@@ -457,20 +549,22 @@ def arg_kinds(spec: Any) -> list[tuple[str, int]]:
     return kinds
 
 
-def arg_code(j: int, kinds: list[tuple[str, int]] | None) -> str:
+def arg_code(j: int, kinds: list[tuple[str, int]] | None, col: int | None = None) -> str:
+    c = j if col is None else col  # argument j's word in the entry
     if kinds is None or kinds[j][0] == "u":
-        return f"e->args[{j}]"
+        return f"e->args[{c}]"
     kind, w = kinds[j]
     if kind == "b":
-        return f"(e->args[{j}] != 0)"
-    return f"p4r_sext(e->args[{j}], {w})"
+        return f"(e->args[{c}] != 0)"
+    return f"p4r_sext(e->args[{c}], {w})"
 
 
 def state_code(objs: ProgramObjects) -> str:
     """Allocation of register and counter storage, and the tables' static shape."""
     lines = ["static int p4r_alloc_state(p4r_engine *E) {"]
     for i, r in enumerate(objs.register_list):
-        lines.append(f"    if (!(E->reg[{i}] = calloc({max(r.size, 1)}, 8))) return -1;")
+        n = max(r.size, 1) * objs.reg_words.get(i, 1)
+        lines.append(f"    if (!(E->reg[{i}] = calloc({n}, 8))) return -1;")
     for i, c in enumerate(objs.counter_list):
         n = max(c.size, 1)
         lines.append(f"    if (!(E->ctr_pk[{i}] = calloc({n}, 8))) return -1;")
@@ -498,7 +592,7 @@ def state_code(objs: ProgramObjects) -> str:
         exact = int(t.mode == "exact" and bool(t.keys))
         lpm = int(t.mode == "lpm")
         lines.append(
-            f"    E->tables[{i}].nkeys = {len(t.keys)}; E->tables[{i}].exact = {exact};"
+            f"    E->tables[{i}].nkeys = {objs.key_columns(t)}; E->tables[{i}].exact = {exact};"
             f" E->tables[{i}].lpm = {lpm};"
         )
     lines.append("}")
@@ -545,11 +639,11 @@ def profile_code(objs: ProgramObjects, i: int, k: int, t: Table) -> list[str]:
     return out
 
 
-def direct_code(i: int, t: Table) -> list[str]:
+def direct_code(i: int, t: Table, objs: ProgramObjects) -> list[str]:
     """A hit's direct counter and meter updates (Table.apply: counter, then meter, then the
     action), on the entry's cell; a miss (the default entry) touches neither."""
     out = []
-    length = f"S[{t.length_slot}]"
+    length = f"S[{objs.base[t.length_slot]}]"
     if t.direct_counter is not None:
         out.append(
             f"    if (e != &P->E->tables[{i}].def) {{ P->E->dctr_pk[{i}][e->cell]++;"
@@ -573,7 +667,7 @@ def counter_code(objs: ProgramObjects) -> str:
         "static inline void p4r_count(p4r_engine *E, uint32_t c, uint64_t i, uint64_t len) {\n"
         "    if (i < P4R_CTR_SIZE[c]) { E->ctr_pk[c][i]++; E->ctr_by[c][i] += len; }\n}"
     )
-    init = ", ".join(const(int(v)) for v in objs.pipeline.storage.init) or "0"
+    init = ", ".join(const(v) for v in objs.init_words) or "0"
     lines.insert(0, f"static const uint64_t P4R_INIT[] = {{{init}}};")
     return "\n".join(lines)
 

@@ -16,12 +16,14 @@ from typing import Any
 
 from .cexprs import ExprTx, FnCtx, Unsupported, const, mask_width
 from .cexterns import ExternTx
+from .cwide import WideTx, words
 
 
-class StmtTx(ExprTx, ExternTx):
+class StmtTx(ExprTx, ExternTx, WideTx):
     def __init__(self, objects: Any) -> None:
         self.objects = objects
         self.fn = FnCtx("")
+        self._wbc = {}
         self.lines: list[str] = []
         self.depth = 1
         self.labels = 0
@@ -45,16 +47,23 @@ class StmtTx(ExprTx, ExternTx):
         if args[:2] != ["S", "P"]:
             raise Unsupported(f"the function {f.name} (not a pipeline function)")
         self.fn = FnCtx(f.name)
+        self._wbc = {}
         self.bb_bits: dict[str, int] = {}
         self.lines = []
         self.depth = 1
         self.returns = self.objects.returns_value(f.name)
         self.is_key = f.name in self.objects.key_fns
-        for a in args[2:]:
-            self.fn.locals[a] = "param"
+        wide = self.objects.wide_params.get(f.name, {})
+        for j, a in enumerate(args[2:]):
+            self.fn.locals[a] = "wparam" if j in wide else "param"
+            if j in wide:  # an action argument over 64 bits: a p4r_w (cwide.py)
+                self.fn.wbits[a] = wide[j]
         self.collect_locals(f.body)
+        self.infer_local_widths(f.body)  # locals that may hold more than 64 bits: cwide.py
         self.block(f.body)
-        params = ["uint64_t *S", "p4r_pkt *P"] + [f"uint64_t {a}" for a in args[2:]]
+        params = ["uint64_t *S", "p4r_pkt *P"] + [
+            f"{'p4r_w' if self.fn.locals[a] == 'wparam' else 'uint64_t'} {a}" for a in args[2:]
+        ]
         if self.returns or self.is_key:
             params.append("uint64_t *_ret")
         proto = f"static int {f.name}({', '.join(params)})"
@@ -62,6 +71,8 @@ class StmtTx(ExprTx, ExternTx):
         for name, kind in self.fn.locals.items():
             if kind == "u64":
                 decls.append(f"    uint64_t {name} = 0;")
+            elif kind == "w":
+                decls.append(f"    p4r_w {name}; memset(&{name}, 0, sizeof {name});")
             elif kind == "view":
                 decls.append(f"    const uint8_t *{name} = NULL; (void){name};")
             elif kind == "bb":
@@ -118,7 +129,7 @@ class StmtTx(ExprTx, ExternTx):
     def s_If(self, s: ast.If) -> None:
         if self.extern_if(s):  # an extern's own test (truncate): cexterns.py
             return
-        self.out(f"if ({self.expr(s.test)}) {{")
+        self.out(f"if ({self.truth(s.test)}) {{")
         self.depth += 1
         self.block(s.body)
         self.depth -= 1
@@ -132,7 +143,7 @@ class StmtTx(ExprTx, ExternTx):
     def s_While(self, s: ast.While) -> None:
         if s.orelse:
             raise Unsupported("while ... else")
-        self.out(f"while ({self.expr(s.test)}) {{")
+        self.out(f"while ({self.truth(s.test)}) {{")
         self.depth += 1
         self.block(s.body)
         self.depth -= 1
@@ -143,8 +154,21 @@ class StmtTx(ExprTx, ExternTx):
         if self.is_key:
             if not isinstance(v, ast.Tuple):
                 raise Unsupported("a table key function that does not return a tuple")
-            for i, x in enumerate(v.elts):
-                self.out(f"_ret[{i}] = {self.expr(x)};")
+            cols = self.objects.key_fn_words.get(self.fn.name)
+            if cols is None:
+                for i, x in enumerate(v.elts):
+                    self.out(f"_ret[{i}] = {self.expr(x)};")
+            else:  # keys over 64 bits: one column per word, least significant first
+                col = 0
+                for x, n in zip(v.elts, cols, strict=True):
+                    if n == 1:
+                        self.out(f"_ret[{col}] = {self.expr(x)};")
+                    else:
+                        self.note_bits(64 * n)
+                        self.out(
+                            f"{{ p4r_w _k = {self.wexpr(x)}; memcpy(_ret + {col}, _k.w, {8 * n}); }}"
+                        )
+                    col += n
             self.out("return P4R_OK;")
             return
         if self.fn.name in self.objects.sel_fns and v is not None:
@@ -214,8 +238,9 @@ class StmtTx(ExprTx, ExternTx):
         if isinstance(t, ast.Name) and t.id.startswith("_w") and self.fn.locals.get(t.id) == "u64":
             self.out(f"{t.id} {op}= {self.expr(s.value)};")  # widths of bit buffers
             return
-        if isinstance(t, ast.Name) and self.fn.locals.get(t.id) == "u64" and op == "+":
-            self.out(f"{t.id} += {self.expr(s.value)};")
+        if isinstance(t, ast.Name) and self.fn.locals.get(t.id) == "u64":
+            # wraps modulo 2^64 like the narrow path's values (a negative result: csigns.py)
+            self.out(f"{t.id} {op}= {self.low(s.value)};")
             return
         if isinstance(t, ast.Attribute) and ast.unparse(t) == "P.pos" and op == "+":
             self.out(f"P->pos += (uint32_t){self.expr(s.value)};")
@@ -231,14 +256,37 @@ class StmtTx(ExprTx, ExternTx):
         if isinstance(t, ast.Tuple):
             if not isinstance(v, ast.Tuple) or len(v.elts) != len(t.elts):
                 raise Unsupported("a tuple assignment")
-            tmps = []
+            # a parallel assignment (a header copy): every value first, then every store;
+            # wide and varbit values through temporaries of their own kind (cwide.py)
             self.out("{")
             self.depth += 1
-            for i, x in enumerate(v.elts):
-                tmps.append(f"_tv{i}")
-                self.out(f"uint64_t _tv{i} = {self.expr(x)};")
-            for x, tmp in zip(t.elts, tmps, strict=True):
-                self.out(f"{self.target(x)} = {tmp};")
+            stores = []
+            for i, (x, val) in enumerate(zip(t.elts, v.elts, strict=True)):
+                tmp = f"_tv{i}"
+                if (k := self.varbit_slot(x)) is not None:
+                    src = self.varbit_slot(val)
+                    n = 1 + words(self.objects.vmax[k])
+                    if src is None or 1 + words(self.objects.vmax[src]) != n:
+                        raise Unsupported(f"the varbit assignment {ast.unparse(s)}")
+                    self.out(
+                        f"uint64_t {tmp}[{n}]; memcpy({tmp}, S + {self.objects.base[src]}, {n * 8});"
+                    )
+                    stores.append(f"memcpy(S + {self.objects.base[k]}, {tmp}, {n * 8});")
+                elif (k := self.wide_slot(x)) is not None:
+                    self.note_bits(self.objects.slot_bits(k))
+                    n = words(self.objects.slot_bits(k))
+                    self.out(f"p4r_w {tmp} = {self.wexpr(val)};")
+                    stores.append(f"p4r_w_st(S + {self.objects.base[k]}, {n}, {tmp});")
+                elif isinstance(x, ast.Name) and self.fn.locals.get(x.id) == "w":
+                    self.out(f"p4r_w {tmp} = {self.wexpr(val)};")
+                    stores.append(f"{x.id} = {tmp};")
+                else:
+                    self.out(
+                        f"uint64_t {tmp} = {self.low(val) if _is_slot(x) else self.expr(val)};"
+                    )
+                    stores.append(f"{self.target(x)} = {tmp};")
+            for line in stores:
+                self.out(line)
             self.depth -= 1
             self.out("}")
             return
@@ -250,10 +298,19 @@ class StmtTx(ExprTx, ExternTx):
             if kind == "bb":
                 self.assign_bitbuf(t.id, v)
                 return
-            if kind == "param":
+            if kind in ("param", "wparam"):
                 raise Unsupported("an assignment to an action parameter")
         if isinstance(t, ast.Attribute) and ast.unparse(t) == "P.pos":
             self.out(f"P->pos = (uint32_t){self.expr(v)};")
+            return
+        wide = self.wide_store(t, v)  # a wide or varbit slot, a wide local: cwide.py
+        if wide is not None:
+            self.out(wide)
+            return
+        if _is_slot(t):
+            # a field or metadata slot of at most 64 bits: the interpreter stores only values
+            # in its type's range, so the value modulo 2^64 is the value
+            self.out(f"{self.target(t)} = {self.low(v)};")
             return
         self.out(f"{self.target(t)} = {self.expr(v)};")
 
@@ -267,6 +324,8 @@ class StmtTx(ExprTx, ExternTx):
     def x_Name(self, e: ast.Name) -> str:  # parameters are plain C arguments
         if self.fn.locals.get(e.id) == "param":
             return e.id
+        if self.fn.locals.get(e.id) == "wparam":  # its low word (only low bits wanted here)
+            return f"{e.id}.w[0]"
         return super().x_Name(e)
 
     # ------------------------------------------------------------------ parser extraction
@@ -292,15 +351,22 @@ class StmtTx(ExprTx, ExternTx):
             and isinstance(v.left.op, ast.LShift)
             and isinstance(v.left.left, ast.Name)
             and v.left.left.id == name
-            and isinstance(v.left.right, ast.Constant)
         ):
-            w = int(v.left.right.value)
-            if w > 64:
-                raise Unsupported("a field wider than 64 bits in a field list")
+            if isinstance(v.left.right, ast.Constant):
+                w = int(v.left.right.value)
+                bound, width = w, str(w)
+            else:  # a varbit field: (_a << S[k][0]) | S[k][1], its width at run time
+                bound, width = self.wb(v.right), self.expr(v.left.right)
+                if bound > 1 << 20:
+                    raise Unsupported(f"a field list item of unknown width ({ast.unparse(v)})")
             # every push of the function, summed: a bound on the buffer's length
-            self.bb_bits[name] = self.bb_bits.get(name, 0) + w
+            self.bb_bits[name] = self.bb_bits.get(name, 0) + bound
             self.objects.note_bitbuf(self.bb_bits[name] + 8)
-            self.out(f"p4r_bb_push(&{name}, {self.expr(v.right)}, {w});")
+            if bound > 64 or not isinstance(v.left.right, ast.Constant):
+                self.note_bits(bound)
+                self.out(f"p4r_bb_push_w(&{name}, {self.wexpr(v.right)}, {width});")
+            else:
+                self.out(f"p4r_bb_push(&{name}, {self.expr(v.right)}, {width});")
             return
         # _a = (_a << (-_w % 8)).to_bytes((_w + 7) // 8, 'big'): pad to a byte
         if _is_to_bytes(v) and isinstance(v.func.value, ast.BinOp):  # type: ignore[attr-defined]
@@ -350,10 +416,18 @@ class StmtTx(ExprTx, ExternTx):
         top = nbytes * 8
         for e, shift in terms:
             w = top - shift
-            if w <= 0 or w > 64:
-                raise Unsupported("a packed field wider than 64 bits")
-            self.out(f"p4r_put_bits({buf}, {nbytes}, {shift}, {w}, {self.expr(e)});")
+            if w <= 0:
+                raise Unsupported("a packed field of no width")
+            if w > 64:  # a wide field: its words (cwide.py)
+                self.note_bits(w)
+                self.out(f"p4r_put_wide({buf}, {nbytes}, {shift}, {w}, {self.wexpr(e)});")
+            else:
+                self.out(f"p4r_put_bits({buf}, {nbytes}, {shift}, {w}, {self.low(e)});")
             top = shift
+
+
+def _is_slot(e: ast.expr) -> bool:
+    return isinstance(e, ast.Subscript) and ast.unparse(e.value) == "S"
 
 
 def _is_zero(e: ast.expr) -> bool:

@@ -22,6 +22,7 @@ from ..interp.builder import Pipeline
 from ..interp.pre import PacketReplicationEngine
 from .build import build, load
 from .cprogram import NativeProgram
+from .cwide import join_words, split_args, split_key
 from .mirror import (
     NativeCounter,
     NativePre,
@@ -235,11 +236,14 @@ class NativeSwitch:
                 kind, rid = ref
                 flat += [kind << 32, 1 | (getattr(e, "_cell", 0) << 1), rid, *[0] * (maxargs - 1)]
             else:
-                args = list(e.args) + [0] * (maxargs - len(e.args))
+                args = split_args(e.args, self.program.objects.arg_words.get(e.action))
+                args += [0] * (maxargs - len(args))
                 flat += [ids[e.action], 1 | (getattr(e, "_cell", 0) << 1), *args]
             kinds = [(KIND_ANY, 0, 0)] * nk
             for k, kind, a, b in t.compile_checks(e):
                 kinds[k] = (KIND_MASK if kind == 0 else KIND_RANGE, a, b)
+            if i in self.program.objects.key_words:  # keys over 64 bits: a column per word
+                kinds = split_key(kinds, self.program.objects.key_words[i])
             for x in kinds:
                 flat += x
         arr = (U64 * max(len(flat), 1))(*flat)
@@ -247,12 +251,12 @@ class NativeSwitch:
             raise MemoryError(f"{t.name}: the native engine could not store the entries")
 
     def _max_args(self) -> int:
-        tl = self.program.objects.table_list
-        return max([len(s.params) for t in tl for s in t.actions.values()] + [1])
+        return self.program.objects.arg_columns()  # words: a wide argument takes several
 
     def push_default(self, i: int, t: Any) -> None:
         d = t.default_entry
-        args = list(d.args) + [0] * (self._max_args() - len(d.args))
+        args = split_args(d.args, self.program.objects.arg_words.get(d.action))
+        args += [0] * (self._max_args() - len(args))
         arr = (U64 * len(args))(*args)
         self.lib.p4r_table_default(self._E, i, self.program.objects.actions[d.action], arr)
 
@@ -279,12 +283,37 @@ class NativeSwitch:
             raise ValueError(f"value set {i}: more members than its size")
 
     def reg_get(self, r: int, i: int) -> int:
+        w = self.program.objects.reg_words.get(r, 1)  # a wide register: words per cell
+        if w > 1:
+            return join_words(self._reg_words(r, i, w))
         return int(self.lib.p4r_reg_get(self._E, r, i))
 
     def reg_set(self, r: int, i: int, v: int) -> None:
+        w = self.program.objects.reg_words.get(r, 1)
+        if w > 1:
+            self._reg_words(r, i, w, split_args([v], [w]))
+            return
         self.lib.p4r_reg_set(self._E, r, i, v)
 
+    def _reg_words(self, r: int, i: int, w: int, src: list[int] | None = None) -> list[int]:
+        """Cell i of wide register r: its w words in one engine call (runtime/p4r_wide.c)."""
+        f = self.lib.p4r_reg_words
+        f.argtypes = [ctypes.c_void_p, U32, U64, U32, ctypes.POINTER(U64), ctypes.POINTER(U64)]
+        dst = (U64 * w)()
+        f(self._E, r, i * w, w, dst, (U64 * w)(*src) if src is not None else None)
+        return list(dst)
+
     def reg_bulk(self, r: int, n: int, values: list[int] | None = None) -> list[int]:
+        w = self.program.objects.reg_words.get(r, 1)
+        if w > 1:
+            flat = None
+            if values is not None:
+                flat = [x for v in values for x in split_args([v], [w])]
+            got = self._reg_bulk_words(r, n * w, flat)
+            return [join_words(got[k * w : (k + 1) * w]) for k in range(n)]
+        return self._reg_bulk_words(r, n, values)
+
+    def _reg_bulk_words(self, r: int, n: int, values: list[int] | None) -> list[int]:
         dst = array("Q", bytes(8 * max(n, 1)))
         src = array("Q", values) if values is not None else None
         self.lib.p4r_reg_bulk(

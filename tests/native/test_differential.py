@@ -79,11 +79,23 @@ BMV2_PROGRAMS = [
     # action profiles and selectors (random member, group and entry operations)
     "profile_members",
     "profile_selector",
+    # values wider than 64 bits and varbit fields (the multi-word path: cwide.py)
+    "arith_wide",
+    "hash_identity",
+    "parser_varbit",
+    "err_header_too_short",
 ]
 
 # programs written for this test (tests/native/p4/), each aimed at one construct's edges
 OWN = Path(__file__).resolve().parent / "p4"
-OWN_PROGRAMS = ["signed_ops", "stack_ops", "parser_ops", "profile_ops"]
+OWN_PROGRAMS = [
+    "signed_ops",
+    "stack_ops",
+    "parser_ops",
+    "profile_ops",
+    "varbit_wide",
+    "wide_tables",
+]
 
 
 def _pair(

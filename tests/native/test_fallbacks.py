@@ -23,7 +23,7 @@ from p4reduce.switch.native.select import make_switch
 ROOT = Path(__file__).resolve().parents[2]
 BMV2 = ROOT / "bmv2_tests"
 SUPPORTED = BMV2 / "table_exact.p4"  # runs natively when a compiler works
-REFUSED = BMV2 / "parser_varbit.p4"  # varbit fields: refused
+REFUSED = ROOT / "tests" / "native" / "p4" / "refused_signed_wide.p4"  # int<128>: refused
 
 
 def _switch(path: Path) -> tuple[object, list[str]]:
@@ -48,7 +48,7 @@ def _one_line(lines: list[str], *words: str) -> None:
 def test_refused_construct_names_it_and_its_place() -> None:
     sw, lines = _switch(REFUSED)
     assert sw.engine == "python"  # type: ignore[attr-defined]
-    _one_line(lines, "parser_varbit", "varbit")
+    _one_line(lines, "refused_signed_wide", "int<128>")
     _same_as_python(sw, REFUSED)
 
 
