@@ -30,6 +30,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import ctypes
+import fcntl
 import json
 import os
 import queue
@@ -58,21 +59,81 @@ from ..free_port import free_port
 # program stays the only place the port is defined; only when the whole pool is busy (many
 # stacks at once) does a stack fall back to a random port, and compile.
 AGG_PORT_POOL = range(48864, 48864 + 16)
+AGG_PORT_LOCKS = Path(tempfile.gettempdir())
+"""Where the pool's lock files live (``p4reduce-agg-port-PORT.lock``): one directory for
+every process of the machine, so that stacks of different processes (parallel test runs,
+several users) never pick the same port."""
 
 
-def pick_agg_port(tried: set[int] | frozenset[int] = frozenset()) -> int:
-    """The first port of AGG_PORT_POOL not in ``tried`` that 127.0.0.1 can bind now, else
-    a random free UDP port."""
+@dataclass
+class AggPortLease:
+    """An aggregation port held for a stack's (or a test session's) lifetime.
+
+    A pool port is held by an exclusive ``flock`` on its lock file: unlike a bind test,
+    that holds between choosing the port and the switch binding it, and across the
+    restarts of a switch on the same port; the kernel drops it when the holder exits,
+    however it exits. A port outside the pool (the pool was full) holds nothing."""
+
+    port: int
+    fd: int | None = field(default=None, repr=False)
+
+    @property
+    def pooled(self) -> bool:
+        return self.fd is not None
+
+    def release(self) -> None:
+        """Let another stack take the port (idempotent)."""
+        if self.fd is not None:
+            os.close(self.fd)  # closing the last descriptor drops the flock
+            self.fd = None
+
+    def __enter__(self) -> AggPortLease:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _lock_port(port: int) -> int | None:
+    """A descriptor holding the port's pool lock, or None when another holds it (or the
+    lock file cannot be opened, e.g. made by another user with a restrictive umask)."""
+    try:
+        fd = os.open(
+            AGG_PORT_LOCKS / f"p4reduce-agg-port-{port}.lock", os.O_RDONLY | os.O_CREAT, 0o666
+        )
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def lease_agg_port(tried: set[int] | frozenset[int] = frozenset()) -> AggPortLease:
+    """The first port of AGG_PORT_POOL not in ``tried`` whose lock this process can take
+    and that 127.0.0.1 can bind now (held until ``release``), else a random free UDP port
+    (held by nobody)."""
     for port in AGG_PORT_POOL:
         if port in tried:
             continue
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        return port
-    return free_port("udp")
+        fd = _lock_port(port)
+        if fd is None:
+            continue
+        if _bindable(port):  # a process outside p4reduce's locks may have it
+            return AggPortLease(port, fd)
+        os.close(fd)
+    return AggPortLease(free_port("udp"))
 
 
 SWITCH_MAC = "02:00:00:00:00:fe"
@@ -305,6 +366,7 @@ class LocalStack:
         self.switch: Proc | None = None
         self.serve: Proc | None = None
         self.agg_port = 0
+        self._lease: AggPortLease | None = None
         self.grpc_addr = ""
         self.url = ""
         self.timings: dict[str, float] = {}
@@ -332,7 +394,9 @@ class LocalStack:
             self.dir.mkdir(parents=True, exist_ok=True)
         tried: set[int] = set()
         for attempt in range(3):
-            self.agg_port = pick_agg_port(tried)
+            self._release_port()
+            self._lease = lease_agg_port(tried)
+            self.agg_port = self._lease.port
             tried.add(self.agg_port)
             self._compile()
             if self.peers is None:
@@ -360,9 +424,15 @@ class LocalStack:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 p.popen.wait(timeout=1)
         self._close_sockets()
+        self._release_port()
         if self._own_dir and self.dir is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None
+
+    def _release_port(self) -> None:
+        if self._lease is not None:
+            self._lease.release()
+            self._lease = None
 
     def pids(self) -> list[int]:
         return [p.pid for p in self.procs]

@@ -2,8 +2,11 @@
 
 The helpers next to this file (stack.py) are imported by name, so this folder goes on
 sys.path. Each program is compiled once per session, for an aggregation UDP port nobody
-else uses (the loopback adapter listens on it); each module gets one switch + registration
-service per program; every test's sessions are closed (their jobs deleted) in a finally.
+else uses (the loopback adapter listens on it): a port of the stacks' fixed pool, held for
+the session (``testbed.local.lease_agg_port``), so the native engine's cache hits from the
+second run on and parallel runs never share a port; each module gets one switch +
+registration service per program; every test's sessions are closed (their jobs deleted)
+in a finally.
 """
 
 from __future__ import annotations
@@ -19,23 +22,27 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from p4reduce.testbed.local import lease_agg_port  # noqa: E402
 from stack import Stack, close_all, compile_program  # noqa: E402
-
-from p4reduce.free_port import free_port  # noqa: E402
 
 POOL = 8  # worker sockets (switch ports 1..8) per stack
 
 
 @pytest.fixture(scope="session")
-def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, int]]:
+def builds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[Path, int]]]:
     """Each program with its own aggregation port, so a dense and a sparse switch can run
     side by side (their adapters listen on those ports)."""
     out = tmp_path_factory.mktemp("build")
     builds = {}
-    for name in ("dense", "sparse"):
-        port = free_port("udp")
-        builds[name] = (compile_program(name, out, port), port)
-    return builds
+    leases = []
+    try:
+        for name in ("dense", "sparse"):
+            leases.append(lease_agg_port({x.port for x in leases}))
+            builds[name] = (compile_program(name, out, leases[-1].port), leases[-1].port)
+        yield builds
+    finally:
+        for lease in leases:
+            lease.release()
 
 
 def _stack(program: str, builds: dict[str, tuple[Path, int]]) -> Iterator[Stack]:

@@ -20,8 +20,7 @@ from pathlib import Path
 import pytest
 from p4reduce.controller import RegistrationClient
 from p4reduce.switch.frontend.cli import main as p4c_main
-
-from p4reduce.free_port import free_port
+from p4reduce.testbed.local import lease_agg_port
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -37,11 +36,17 @@ class Build:
 
 
 @pytest.fixture(scope="module")
-def build(tmp_path_factory: pytest.TempPathFactory) -> Build:
+def build(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Build]:
     """The dense program compiled for an aggregation port nobody else uses: the adapter
-    hands frames to the program with the adapter's own port as UDP destination."""
+    hands frames to the program with the adapter's own port as UDP destination. The port
+    comes from the stacks' fixed pool and is held for the module (so the native engine's
+    cache hits from the second run on, and a parallel run takes another one)."""
     out = tmp_path_factory.mktemp("build")
-    port = free_port("udp")
+    with lease_agg_port() as lease:
+        yield _compile(out, lease.port)
+
+
+def _compile(out: Path, port: int) -> Build:
     rc = p4c_main(
         [
             "-I", str(ROOT / "p4src" / "include"), f"-DAGG_UDP_PORT={port}",
