@@ -142,6 +142,16 @@ PROGRAMS = ("dense", "sparse")
 BIN = Path(sys.executable).parent
 
 
+def _engine_arg(args: Sequence[str]) -> str | None:
+    """The value of ``--engine`` in p4reduce-switch arguments (None when absent)."""
+    for i, a in enumerate(args):
+        if a == "--engine" and i + 1 < len(args):
+            return args[i + 1]
+        if a.startswith("--engine="):
+            return a.split("=", 1)[1]
+    return None
+
+
 class StackError(Exception):
     """A part of the stack failed: one line, naming the part."""
 
@@ -317,7 +327,9 @@ class LocalStack:
     stack then binds no sockets and ``spawn_workers`` is unavailable. ``switch_args``: extra
     ``p4reduce-switch`` options (bench/switch.py passes ``--engine``). ``die_with_parent``:
     the switch and the service get SIGTERM when this process dies, however it dies (Linux;
-    elsewhere only ``stop()`` stops them).
+    elsewhere only ``stop()`` stops them). ``start_timeout``: seconds each process may take
+    to say it is ready; the switch's native engine is compiled (on a cache miss) before
+    that clock starts, under ``build_timeout`` of its own (``timings["native"]``).
     """
 
     def __init__(
@@ -338,6 +350,7 @@ class LocalStack:
         peers: Sequence[tuple[str, int]] | None = None,
         die_with_parent: bool = False,
         switch_args: Sequence[str] = (),
+        build_timeout: float = 600.0,
     ) -> None:
         if program not in PROGRAMS:
             raise StackError(f"program {program!r}: one of {', '.join(PROGRAMS)}")
@@ -357,6 +370,7 @@ class LocalStack:
         self.retries = retries
         self.join_timeout = join_timeout
         self.start_timeout = start_timeout
+        self.build_timeout = build_timeout
         self._workdir_arg = workdir
         self._log = log or (lambda _msg: None)
         self.dir: Path | None = None
@@ -462,6 +476,34 @@ class LocalStack:
         self.prefix = out / self.program
         self._timed("compile", t0)
         self._log(f"compiled {self.program}.p4 (K = {self.k}, aggregation port {self.agg_port})")
+        self._prebuild()
+
+    def _prebuild(self) -> None:
+        """Put the switch's native engine into its cache before the switch starts, so the
+        start deadline never includes a C compile (K = 1024: about 80 s on a loaded
+        machine, once per program, K and pool port); the compile has ``build_timeout`` of
+        its own. Where the native engine cannot run, the switch says so itself."""
+        if _engine_arg(self.switch_args) == "python":
+            return
+        from ..switch.native.select import prebuild
+
+        t0 = time.perf_counter()
+        program = f"{self.program}.p4, K = {self.k}"
+
+        def compiling() -> None:
+            self._log(f"compiling the native engine for {program} (first start only)...")
+
+        try:
+            got = prebuild(self.prefix.with_suffix(".json"), compiling, self.build_timeout)
+        except Exception as e:  # noqa: BLE001 - the switch loads the program itself and says why
+            self._log(f"native engine for {program} not prebuilt: {e}")
+            return
+        finally:
+            self._timed("native", t0)
+        if got.compiled:
+            self._log(f"native engine for {program} compiled and cached")
+        elif got.reason is not None:
+            self._log(f"native engine not available for {program}: {got.reason}")
 
     def _bind_sockets(self) -> None:
         self._close_sockets()

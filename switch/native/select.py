@@ -12,11 +12,13 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..interp.builder import Pipeline
 from ..interp.switch import V1Switch
-from .build import BuildError
+from .build import COMPILE_TIMEOUT, BuildError, build, compiler, object_path
 from .cexprs import Unsupported
 
 ENGINES = ("auto", "native", "python")
@@ -70,3 +72,47 @@ def native_refusal(pipeline: Pipeline) -> str | None:
     except Unsupported as e:
         return str(e)
     return None
+
+
+@dataclass
+class Prebuilt:
+    """What ``prebuild`` found: the cached shared object, or why the native engine will
+    not run the program (the switch then says so itself and runs the Python engine)."""
+
+    path: Path | None
+    compiled: bool
+    """True when this call compiled it (a cache miss)."""
+    reason: str | None = None
+
+
+def prebuild(
+    program: Path | str,
+    on_compile: Callable[[], None] | None = None,
+    timeout: float = COMPILE_TIMEOUT,
+) -> Prebuilt:
+    """Put the native engine of ``program`` (a ``p4reduce-p4c`` .json, or a .p4) into the
+    cache, so that a switch started on it afterwards loads it without compiling: callers
+    with a start deadline (``LocalStack``) run this first, under a bound of its own.
+    ``on_compile`` is called just before a compile (a cache miss), for a progress line.
+    A program the engine cannot run, a missing compiler or a failing compile is no error
+    here: the reason is returned (one line). Raises CompileError for a program that does
+    not build at all."""
+    from ..interp.load import load_pipeline
+    from .cprogram import generate
+
+    pipeline = load_pipeline(program)
+    try:
+        source = generate(pipeline).source
+    except Unsupported as e:
+        return Prebuilt(None, False, str(e))
+    target = object_path(source)
+    if target.exists():
+        return Prebuilt(target, False)
+    if compiler() is None:
+        return Prebuilt(None, False, "no C compiler found")
+    if on_compile is not None:
+        on_compile()
+    try:
+        return Prebuilt(build(source, timeout=timeout), True)
+    except BuildError as e:
+        return Prebuilt(None, False, str(e))
