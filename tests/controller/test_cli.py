@@ -284,8 +284,58 @@ def test_switch_unreachable(capsys: pytest.CaptureFixture[str]) -> None:
     assert (
         out == ""
         and err
-        == "p4reduce-ctl: error: switch unreachable at 127.0.0.1:1 (no P4Runtime server answered)\n"
+        == "p4reduce-ctl: error: switch unreachable at 127.0.0.1:1 (no P4Runtime server "
+        "answered within 0.3 s)\n"
     )
+
+
+SLOW = 1.5  # seconds a slowed switch takes per Read
+
+
+@pytest.fixture
+def slow_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The switch answers every Read after SLOW seconds (a switch under heavy load)."""
+    import time
+
+    from p4reduce.switch.p4runtime import entities
+
+    real = entities.read
+
+    def slow(state: Any, entity: Any) -> Any:
+        time.sleep(SLOW)
+        return real(state, entity)
+
+    monkeypatch.setattr(entities, "read", slow)
+
+
+# the operation that expires: the read itself, or the pipeline request before it while the
+# slowed switch still holds its lock for the previous command's read
+EXPIRED = (
+    r"p4reduce-ctl: error: (read|get pipeline)[^:]*: the switch at 127\.0\.0\.1:\d+ did not answer within "
+    r"0\.5 s \(--timeout or \$P4REDUCE_P4RT_TIMEOUT sets the limit\)"
+)
+
+
+def test_the_p4runtime_timeout_is_configurable_and_its_expiry_one_line(
+    pushed: Run, slow_reads: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read slower than the timeout fails with one line naming the operation and the
+    limit; --timeout and $P4REDUCE_P4RT_TIMEOUT set it, and a longer one lets it through."""
+    from p4reduce.controller import Controller
+    from p4reduce.controller.p4rt import DEFAULT_TIMEOUT
+
+    run = pushed
+    assert re.fullmatch(EXPIRED, run("--timeout", "0.5", "stats", rc=1)), "flag"
+    monkeypatch.setenv("P4REDUCE_P4RT_TIMEOUT", "0.5")
+    assert re.fullmatch(EXPIRED, run("stats", rc=1)), "environment"
+    assert run.json("--timeout", "20", "stats")["jobs"] == []  # the flag wins
+    monkeypatch.setenv("P4REDUCE_P4RT_TIMEOUT", "soon")
+    assert run("stats", rc=1) == (
+        "p4reduce-ctl: error: $P4REDUCE_P4RT_TIMEOUT='soon': a positive number of seconds expected"
+    )
+    monkeypatch.delenv("P4REDUCE_P4RT_TIMEOUT")
+    assert Controller(run.switch.addr).conn.timeout == DEFAULT_TIMEOUT == 30.0
+    assert Controller(run.switch.addr, timeout=2.5).conn.timeout == 2.5
 
 
 def test_election_conflict(pushed: Run, switch: Switch) -> None:
