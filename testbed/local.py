@@ -574,6 +574,7 @@ class LocalStack:
             if self.switch.alive():
                 self.switch.popen.kill()
             self.switch.popen.wait()
+            self.procs.remove(self.switch)  # reaped: pids() lists the stack's live processes
             raise
         m = re.search(r"P4Runtime ([\d.]+:\d+)", line)
         if m is None:

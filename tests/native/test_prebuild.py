@@ -32,8 +32,20 @@ def test_prebuild_fills_the_cache_and_the_switch_then_needs_no_compiler(
     first = prebuild(prog, lambda: calls.append(1))
     assert first.compiled and first.reason is None and calls == [1]
     assert first.path is not None and first.path.exists()
+    # a cache hit, found without generating the C again (K = 1024: many seconds)
+    from p4reduce.switch.native import cprogram
+
+    def no_generation(*_: object) -> None:
+        raise AssertionError("generated again")
+
+    monkeypatch.setattr(cprogram, "generate", no_generation)
     again = prebuild(prog, lambda: calls.append(2))
-    assert (again.path, again.compiled, calls) == (first.path, False, [1])  # a cache hit
+    assert (again.path, again.compiled, calls) == (first.path, False, [1])
+    monkeypatch.undo()
+    monkeypatch.setenv("P4REDUCE_CACHE_DIR", str(tmp_path / "cache"))
+    first.path.unlink()  # the index names an object that is gone: generate and compile
+    third = prebuild(prog, lambda: calls.append(3))
+    assert (third.path, third.compiled, calls) == (first.path, True, [1, 3])
     # the switch generates the same C from the same file: it loads the cached object and
     # does not look for a compiler (there is none now)
     monkeypatch.setenv("P4REDUCE_CC", "/nonexistent/cc")
