@@ -17,43 +17,82 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from p4reduce.testbed.local import lease_agg_port  # noqa: E402
+from p4reduce.testbed.local import AggPortLease, lease_agg_port  # noqa: E402
 from stack import Stack, close_all, compile_program  # noqa: E402
 
 POOL = 8  # worker sockets (switch ports 1..8) per stack
 
 
-@pytest.fixture(scope="session")
-def builds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[Path, int]]]:
-    """Each program with its own aggregation port, so a dense and a sparse switch can run
-    side by side (their adapters listen on those ports)."""
-    out = tmp_path_factory.mktemp("build")
-    builds = {}
-    leases = []
-    try:
-        for name in ("dense", "sparse"):
-            leases.append(lease_agg_port({x.port for x in leases}))
-            builds[name] = (compile_program(name, out, leases[-1].port), leases[-1].port)
-        yield builds
-    finally:
-        for lease in leases:
+class Builds(dict[str, tuple[Path, int]]):
+    """program -> (build prefix, aggregation port), each port leased from the stacks' pool
+    for the session. ``relocate`` moves a program to another port (and compiles it again)
+    when something outside the pool's locks holds its port (a stack of an older checkout on
+    the same machine, say)."""
+
+    def __init__(self, out: Path) -> None:
+        super().__init__()
+        self.out = out
+        self.leases: dict[str, AggPortLease] = {}
+        self.tried: set[int] = set()
+
+    def add(self, name: str) -> None:
+        lease = lease_agg_port(self.tried | {x.port for x in self.leases.values()})
+        old = self.leases.pop(name, None)
+        if old is not None:
+            old.release()
+        self.leases[name] = lease
+        self.tried.add(lease.port)
+        self[name] = (compile_program(name, self.out / str(lease.port), lease.port), lease.port)
+
+    relocate = add
+
+    def release(self) -> None:
+        for lease in self.leases.values():
             lease.release()
 
 
-def _stack(program: str, builds: dict[str, tuple[Path, int]]) -> Iterator[Stack]:
-    prefix, port = builds[program]
+@pytest.fixture(scope="session")
+def builds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Builds]:
+    """Each program with its own aggregation port, so a dense and a sparse switch can run
+    side by side (their adapters listen on those ports)."""
+    builds = Builds(tmp_path_factory.mktemp("build"))
+    try:
+        for name in ("dense", "sparse"):
+            builds.add(name)
+        yield builds
+    finally:
+        builds.release()
+
+
+def start_stack(builds: Builds, program: str, pool: list[socket.socket], **kw: Any) -> Stack:
+    """``Stack(...).start()`` on the program's build; when its aggregation port is taken
+    by a process outside the pool's locks, the program moves to another port (twice at
+    most), as LocalStack does."""
+    for attempt in range(3):
+        prefix, port = builds[program]
+        try:
+            return Stack(program, prefix, port, pool, **kw).start()
+        except AssertionError as err:
+            if attempt == 2 or "Address already in use" not in str(err):
+                raise
+            builds.relocate(program)
+    raise AssertionError("unreachable")
+
+
+def _stack(program: str, builds: Builds) -> Iterator[Stack]:
     pool = []
     try:
         for _ in range(POOL):
             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             pool.append(s)
             s.bind(("127.0.0.1", 0))
-        stack = Stack(program, prefix, port, pool).start()
+        stack = start_stack(builds, program, pool)
         try:
             yield stack
         finally:
@@ -64,12 +103,12 @@ def _stack(program: str, builds: dict[str, tuple[Path, int]]) -> Iterator[Stack]
 
 
 @pytest.fixture(scope="module")
-def dense_stack(builds: dict[str, tuple[Path, int]]) -> Iterator[Stack]:
+def dense_stack(builds: Builds) -> Iterator[Stack]:
     yield from _stack("dense", builds)
 
 
 @pytest.fixture(scope="module")
-def sparse_stack(builds: dict[str, tuple[Path, int]]) -> Iterator[Stack]:
+def sparse_stack(builds: Builds) -> Iterator[Stack]:
     yield from _stack("sparse", builds)
 
 
