@@ -48,7 +48,7 @@ class Controller:
         grpc_addr: str = DEFAULT_ADDR,
         device_id: int = DEFAULT_DEVICE_ID,
         election_id: int = DEFAULT_ELECTION_ID,
-        timeout: float = 10.0,
+        timeout: float | None = None,
         arbitrate: bool = True,
         tls: ClientTls | None = None,
     ) -> None:

@@ -35,7 +35,15 @@ from .api import Controller
 from .errors import ControllerError, InvalidArgument
 from .http_server import Limits, TlsConfig
 from .jobs import Member
-from .p4rt import DEFAULT_ADDR, DEFAULT_DEVICE_ID, DEFAULT_ELECTION_ID, ClientTls
+from .p4rt import (
+    DEFAULT_ADDR,
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_DEVICE_ID,
+    DEFAULT_ELECTION_ID,
+    DEFAULT_TIMEOUT,
+    TIMEOUT_ENV,
+    ClientTls,
+)
 from .service import DEFAULT_LISTEN, RegistrationService, Timeouts
 from .static_config import Host, Route, StaticConfig
 
@@ -152,9 +160,10 @@ def _common(p: argparse.ArgumentParser, defaults: bool) -> None:
     g.add_argument(
         "--timeout",
         type=T_SECONDS,
-        default=d(5.0),
+        default=d(None),
         metavar="S",
-        help="seconds to wait for the switch to answer (default 5)",
+        help=f"seconds to wait for each P4Runtime answer (default ${TIMEOUT_ENV}, else "
+        f"{DEFAULT_TIMEOUT:g}; connecting waits at most {DEFAULT_CONNECT_TIMEOUT:g} s unless given)",
     )
     g.add_argument(
         "--grpc-ca",

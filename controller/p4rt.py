@@ -8,6 +8,8 @@ P4Runtime 1.x, so it works the same against ``p4reduce-switch`` and ``simple_swi
 
 from __future__ import annotations
 
+import math
+import os
 import queue
 import threading
 from collections.abc import Iterable, Sequence
@@ -28,6 +30,30 @@ DELETE = p4runtime_pb2.Update.DELETE
 DEFAULT_ADDR = "127.0.0.1:9559"
 DEFAULT_DEVICE_ID = 1
 DEFAULT_ELECTION_ID = 1
+# How long one P4Runtime call may take. Reads of a few thousand register cells took 6-9 s
+# on a machine at load average 15 (the embedded switch is a Python process), so the default
+# is generous; a dead switch is still found at once (UNAVAILABLE), and connecting has a
+# shorter bound of its own.
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_CONNECT_TIMEOUT = 10.0
+TIMEOUT_ENV = "P4REDUCE_P4RT_TIMEOUT"
+TIMEOUT_HINT = f"--timeout or ${TIMEOUT_ENV} sets the limit"
+
+
+def default_timeout() -> float:
+    """``$P4REDUCE_P4RT_TIMEOUT`` (seconds) when set, else DEFAULT_TIMEOUT."""
+    raw = os.environ.get(TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (value > 0 and math.isfinite(value)):
+        raise ControllerError(f"${TIMEOUT_ENV}={raw!r}: a positive number of seconds expected")
+    return value
+
+
 WRITE_BATCH = 2000  # updates per WriteRequest (keeps messages far below gRPC's 4 MiB)
 
 _CODE_NAMES = {c.value[0]: c.name for c in grpc.StatusCode}
@@ -116,9 +142,13 @@ class Connection:
         device_id: int = DEFAULT_DEVICE_ID,
         election_id: int = DEFAULT_ELECTION_ID,
         role: str = "",
-        timeout: float = 10.0,
+        timeout: float | None = None,
         tls: ClientTls | None = None,
     ) -> None:
+        if timeout is None:
+            timeout = default_timeout()
+        if not (timeout > 0 and math.isfinite(timeout)):
+            raise ControllerError(f"P4Runtime timeout {timeout!r}: a positive number of seconds")
         if not 0 < election_id < 1 << 128:
             raise ControllerError(f"election id must be in 1..2^128-1, got {election_id}")
         self.addr = addr
@@ -142,7 +172,11 @@ class Connection:
         else:
             self.channel = grpc.insecure_channel(self.addr)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
-        wait = self.timeout if connect_timeout is None else connect_timeout
+        wait = (
+            min(self.timeout, DEFAULT_CONNECT_TIMEOUT)
+            if connect_timeout is None
+            else connect_timeout
+        )
         try:
             grpc.channel_ready_future(self.channel).result(timeout=wait)
         except grpc.FutureTimeoutError:
@@ -150,7 +184,7 @@ class Connection:
             raise SwitchError(
                 f"switch unreachable at {self.addr} (no P4Runtime server answered"
                 + (" over TLS: check the CA, the certificates and the address" if self.tls else "")
-                + ")"
+                + f" within {wait:g} s)"
             ) from None
         if arbitrate:
             try:
@@ -203,7 +237,8 @@ class Connection:
                 reply = self._in.get(timeout=self.timeout)
             except queue.Empty:
                 raise SwitchError(
-                    f"switch at {self.addr} did not answer the arbitration request"
+                    f"arbitration: the switch at {self.addr} did not answer within "
+                    f"{self.timeout:g} s ({TIMEOUT_HINT})"
                 ) from None
             if isinstance(reply, grpc.RpcError):
                 code = reply.code()
@@ -351,7 +386,8 @@ def translate(err: Any, what: str, conn: Connection) -> ControllerError:
         )
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return SwitchError(
-            f"{what}: the switch at {conn.addr} did not answer within {conn.timeout:g} s"
+            f"{what}: the switch at {conn.addr} did not answer within {conn.timeout:g} s "
+            f"({TIMEOUT_HINT})"
         )
     if code == grpc.StatusCode.FAILED_PRECONDITION and "pipeline" in details.lower():
         return conn.no_pipeline()

@@ -36,6 +36,7 @@ BITMAPS = "SwitchIngress.bitmap.bitmaps"
 COUNTS = "SwitchIngress.completion.counts"
 EXPONENTS = "SwitchIngress.exponent.exponents"
 NEXT_MIN = "SwitchIngress.next_min.next_min"
+NONFINITE = "SwitchIngress.nonfinite.nonfinite"
 ACC = "SwitchIngress.accumulate.acc{}"
 INGRESS_LOSS = "SwitchIngress.loss.ingress_loss"
 EGRESS_LOSS = "SwitchEgress.loss.egress_loss"
@@ -56,6 +57,17 @@ MAX_PORT = 511
 COUNT_MASK = 0x3F
 COUNT_HAS_DATA = 0x80
 NEXT_END = 0xFFFFFFFF
+# the nonfinite register's bits per cell (docs/protocol.md, "Non-finite values")
+NONFINITE_BITS = {0x1: "nan", 0x2: "+inf", 0x4: "-inf"}
+
+
+def nonfinite_names(bits: int) -> list[str]:
+    """The names of a cell's non-finite bits (``nan``, ``+inf``, ``-inf``; reserved bits
+    as hex), in bit order; [] for a finite cell."""
+    names = [n for b, n in NONFINITE_BITS.items() if bits & b]
+    rest = bits & ~sum(NONFINITE_BITS)
+    return names + ([f"0x{rest:02x}"] if rest else [])
+
 
 # job_counters[job_index * 16 + event]
 INGRESS_EVENTS = {

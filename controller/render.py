@@ -67,6 +67,7 @@ def slots(job: Job, states: Sequence[SlotState], first: int, sparse: bool, show_
     """A title line, then one row per cell (only cells in use unless ``show_all``)."""
     rows = []
     values = False
+    nonfinite = any(c.nonfinite is not None for s in states for c in s.sets)
     for s in states:
         for c in s.sets:
             if not show_all and not c.ranks and not c.count:
@@ -80,8 +81,10 @@ def slots(job: Job, states: Sequence[SlotState], first: int, sparse: bool, show_
                 c.count,
                 "yes" if c.has_data else "no",
                 c.exponent,
-                "yes" if c.complete else "no",
             ]
+            if nonfinite:
+                row.append(",".join(program.nonfinite_names(c.nonfinite or 0)) or "-")
+            row.append("yes" if c.complete else "no")
             if sparse:
                 row.append("END" if c.next_min == program.NEXT_END else c.next_min)
             if c.values is not None:
@@ -89,7 +92,9 @@ def slots(job: Job, states: Sequence[SlotState], first: int, sparse: bool, show_
                 more = " ..." if len(c.values) > 8 else ""
                 row.append(" ".join(map(str, c.values[:8])) + more)
             rows.append(row)
-    headers = ["SLOT", "POOL", "SET", "RANKS", "MISSING", "COUNT", "DATA", "EXP", "COMPLETE"]
+    headers = ["SLOT", "POOL", "SET", "RANKS", "MISSING", "COUNT", "DATA", "EXP"]
+    headers += ["NONFINITE"] if nonfinite else []
+    headers += ["COMPLETE"]
     headers += ["NEXT_MIN"] if sparse else []
     headers += ["VALUES"] if values else []
     last = states[-1].slot if states else first

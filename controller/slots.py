@@ -2,7 +2,8 @@
 
 Registers (docs/protocol.md, "Switch state"): ``bitmaps[slot]`` (set 0 in bits 31..0, set 1 in
 63..32), and per cell (``slot * 2 + set``) ``counts`` (bits 5..0 the count, bit 7 "had a
-payload"), ``exponents``, ``next_min`` (sparse) and the lanes ``acc0..acc{K-1}``.
+payload"), ``exponents``, ``nonfinite`` (the OR of the contributions' NaN/±Inf bits),
+``next_min`` (sparse) and the lanes ``acc0..acc{K-1}``.
 
 P4Runtime's RegisterEntry is not in simple_switch_grpc (PI issue #376): there, clearing answers
 UNIMPLEMENTED, which ``clear`` reports by returning False, and reading fails with that error.
@@ -55,8 +56,9 @@ def _cell(register_id: int, index: int, value: bytes) -> Any:
 def clear_all(conn: Connection, schema: Schema) -> bool:
     """Zero every slot register, lanes included (wildcard writes: no index = every cell)."""
     names = [program.BITMAPS, program.COUNTS, program.EXPONENTS]
-    if schema.has_register(program.NEXT_MIN):
-        names.append(program.NEXT_MIN)
+    for optional in (program.NONFINITE, program.NEXT_MIN):
+        if schema.has_register(optional):
+            names.append(optional)
     names += [program.ACC.format(i) for i in range(program.lanes(schema))]
     try:
         conn.write([(MODIFY, schema.register_entry(n, None, 0)) for n in names], "clear slots")
@@ -92,6 +94,8 @@ class CellState:
     complete: bool
     next_min: int | None = None
     values: list[int] | None = None
+    nonfinite: int | None = None
+    """The cell's NF_* bits (None: the program has no nonfinite register)."""
 
     def to_dict(self) -> dict[str, Any]:
         d = {
@@ -103,6 +107,9 @@ class CellState:
             "exponent": self.exponent,
             "complete": self.complete,
         }
+        if self.nonfinite is not None:
+            d["nonfinite"] = self.nonfinite
+            d["nonfinite_names"] = program.nonfinite_names(self.nonfinite)
         if self.next_min is not None:
             d["next_min"] = self.next_min
         if self.values is not None:
@@ -151,6 +158,11 @@ def read(
     bitmaps = read_cells(conn, schema, program.BITMAPS, base, count)
     counts = read_cells(conn, schema, program.COUNTS, 2 * base, 2 * count)
     exps = read_cells(conn, schema, program.EXPONENTS, 2 * base, 2 * count)
+    nfs = (
+        read_cells(conn, schema, program.NONFINITE, 2 * base, 2 * count)
+        if schema.has_register(program.NONFINITE)
+        else None
+    )
     nexts = (
         read_cells(conn, schema, program.NEXT_MIN, 2 * base, 2 * count)
         if schema.has_register(program.NEXT_MIN)
@@ -182,6 +194,7 @@ def read(
                     exponent=exps[c],
                     complete=cnt >= job.n,
                     next_min=nexts[c] if nexts is not None else None,
+                    nonfinite=nfs[c] if nfs is not None else None,
                     values=[_signed32(lane[c]) for lane in lanes] if lanes is not None else None,
                 )
             )

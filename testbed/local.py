@@ -30,6 +30,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import ctypes
+import fcntl
 import json
 import os
 import queue
@@ -58,27 +59,97 @@ from ..free_port import free_port
 # program stays the only place the port is defined; only when the whole pool is busy (many
 # stacks at once) does a stack fall back to a random port, and compile.
 AGG_PORT_POOL = range(48864, 48864 + 16)
+AGG_PORT_LOCKS = Path(tempfile.gettempdir())
+"""Where the pool's lock files live (``p4reduce-agg-port-PORT.lock``): one directory for
+every process of the machine, so that stacks of different processes (parallel test runs,
+several users) never pick the same port."""
 
 
-def pick_agg_port(tried: set[int] | frozenset[int] = frozenset()) -> int:
-    """The first port of AGG_PORT_POOL not in ``tried`` that 127.0.0.1 can bind now, else
-    a random free UDP port."""
+@dataclass
+class AggPortLease:
+    """An aggregation port held for a stack's (or a test session's) lifetime.
+
+    A pool port is held by an exclusive ``flock`` on its lock file: unlike a bind test,
+    that holds between choosing the port and the switch binding it, and across the
+    restarts of a switch on the same port; the kernel drops it when the holder exits,
+    however it exits. A port outside the pool (the pool was full) holds nothing."""
+
+    port: int
+    fd: int | None = field(default=None, repr=False)
+
+    @property
+    def pooled(self) -> bool:
+        return self.fd is not None
+
+    def release(self) -> None:
+        """Let another stack take the port (idempotent)."""
+        if self.fd is not None:
+            os.close(self.fd)  # closing the last descriptor drops the flock
+            self.fd = None
+
+    def __enter__(self) -> AggPortLease:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _lock_port(port: int) -> int | None:
+    """A descriptor holding the port's pool lock, or None when another holds it (or the
+    lock file cannot be opened, e.g. made by another user with a restrictive umask)."""
+    try:
+        fd = os.open(
+            AGG_PORT_LOCKS / f"p4reduce-agg-port-{port}.lock", os.O_RDONLY | os.O_CREAT, 0o666
+        )
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def lease_agg_port(tried: set[int] | frozenset[int] = frozenset()) -> AggPortLease:
+    """The first port of AGG_PORT_POOL not in ``tried`` whose lock this process can take
+    and that 127.0.0.1 can bind now (held until ``release``), else a random free UDP port
+    (held by nobody)."""
     for port in AGG_PORT_POOL:
         if port in tried:
             continue
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        return port
-    return free_port("udp")
+        fd = _lock_port(port)
+        if fd is None:
+            continue
+        if _bindable(port):  # a process outside p4reduce's locks may have it
+            return AggPortLease(port, fd)
+        os.close(fd)
+    return AggPortLease(free_port("udp"))
 
 
 SWITCH_MAC = "02:00:00:00:00:fe"
 SWITCH_IP = "127.0.0.1"
 PROGRAMS = ("dense", "sparse")
 BIN = Path(sys.executable).parent
+
+
+def _engine_arg(args: Sequence[str]) -> str | None:
+    """The value of ``--engine`` in p4reduce-switch arguments (None when absent)."""
+    for i, a in enumerate(args):
+        if a == "--engine" and i + 1 < len(args):
+            return args[i + 1]
+        if a.startswith("--engine="):
+            return a.split("=", 1)[1]
+    return None
 
 
 class StackError(Exception):
@@ -256,7 +327,9 @@ class LocalStack:
     stack then binds no sockets and ``spawn_workers`` is unavailable. ``switch_args``: extra
     ``p4reduce-switch`` options (bench/switch.py passes ``--engine``). ``die_with_parent``:
     the switch and the service get SIGTERM when this process dies, however it dies (Linux;
-    elsewhere only ``stop()`` stops them).
+    elsewhere only ``stop()`` stops them). ``start_timeout``: seconds each process may take
+    to say it is ready; the switch's native engine is compiled (on a cache miss) before
+    that clock starts, under ``build_timeout`` of its own (``timings["native"]``).
     """
 
     def __init__(
@@ -277,6 +350,7 @@ class LocalStack:
         peers: Sequence[tuple[str, int]] | None = None,
         die_with_parent: bool = False,
         switch_args: Sequence[str] = (),
+        build_timeout: float = 600.0,
     ) -> None:
         if program not in PROGRAMS:
             raise StackError(f"program {program!r}: one of {', '.join(PROGRAMS)}")
@@ -296,6 +370,7 @@ class LocalStack:
         self.retries = retries
         self.join_timeout = join_timeout
         self.start_timeout = start_timeout
+        self.build_timeout = build_timeout
         self._workdir_arg = workdir
         self._log = log or (lambda _msg: None)
         self.dir: Path | None = None
@@ -305,6 +380,7 @@ class LocalStack:
         self.switch: Proc | None = None
         self.serve: Proc | None = None
         self.agg_port = 0
+        self._lease: AggPortLease | None = None
         self.grpc_addr = ""
         self.url = ""
         self.timings: dict[str, float] = {}
@@ -332,7 +408,9 @@ class LocalStack:
             self.dir.mkdir(parents=True, exist_ok=True)
         tried: set[int] = set()
         for attempt in range(3):
-            self.agg_port = pick_agg_port(tried)
+            self._release_port()
+            self._lease = lease_agg_port(tried)
+            self.agg_port = self._lease.port
             tried.add(self.agg_port)
             self._compile()
             if self.peers is None:
@@ -360,9 +438,15 @@ class LocalStack:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 p.popen.wait(timeout=1)
         self._close_sockets()
+        self._release_port()
         if self._own_dir and self.dir is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None
+
+    def _release_port(self) -> None:
+        if self._lease is not None:
+            self._lease.release()
+            self._lease = None
 
     def pids(self) -> list[int]:
         return [p.pid for p in self.procs]
@@ -392,6 +476,34 @@ class LocalStack:
         self.prefix = out / self.program
         self._timed("compile", t0)
         self._log(f"compiled {self.program}.p4 (K = {self.k}, aggregation port {self.agg_port})")
+        self._prebuild()
+
+    def _prebuild(self) -> None:
+        """Put the switch's native engine into its cache before the switch starts, so the
+        start deadline never includes a C compile (K = 1024: about 80 s on a loaded
+        machine, once per program, K and pool port); the compile has ``build_timeout`` of
+        its own. Where the native engine cannot run, the switch says so itself."""
+        if _engine_arg(self.switch_args) == "python":
+            return
+        from ..switch.native.select import prebuild
+
+        t0 = time.perf_counter()
+        program = f"{self.program}.p4, K = {self.k}"
+
+        def compiling() -> None:
+            self._log(f"compiling the native engine for {program} (first start only)...")
+
+        try:
+            got = prebuild(self.prefix.with_suffix(".json"), compiling, self.build_timeout)
+        except Exception as e:  # noqa: BLE001 - the switch loads the program itself and says why
+            self._log(f"native engine for {program} not prebuilt: {e}")
+            return
+        finally:
+            self._timed("native", t0)
+        if got.compiled:
+            self._log(f"native engine for {program} compiled and cached")
+        elif got.reason is not None:
+            self._log(f"native engine not available for {program}: {got.reason}")
 
     def _bind_sockets(self) -> None:
         self._close_sockets()
@@ -462,6 +574,7 @@ class LocalStack:
             if self.switch.alive():
                 self.switch.popen.kill()
             self.switch.popen.wait()
+            self.procs.remove(self.switch)  # reaped: pids() lists the stack's live processes
             raise
         m = re.search(r"P4Runtime ([\d.]+:\d+)", line)
         if m is None:

@@ -12,6 +12,7 @@ One step of one tensor (a DDP bucket, a numpy array) is
 zeroed, followed by a *telemetry tail* that every worker adds to the same collective:
 
     [kept energy, total energy, seconds of this worker's previous collective,
+     the non-finite overflow flag,
      (agreed selection only) the energy of each block of residual + gradient]
 
 Summed, it gives every worker the same figures: the fraction of energy the step kept (the
@@ -23,6 +24,12 @@ every worker decides alike and the workers' tensors keep one shape.
 Warm-up steps (``warmup_steps``), and an agreed step without a previous aggregated result,
 send everything (ratio 1) through the dense path; they also give the cost model its first
 measurement of the dense path.
+
+NaN and ±Inf propagate as the uncompressed path gives them (docs/compression.md,
+"Non-finite gradients"): a block of K elements that holds one on any worker comes back
+non-finite on every worker, and the step is void for the compressor (the residual, the
+policy and the agreed energies stay as before it), as an AMP grad scaler voids it for the
+optimizer. ``nonfinite="raise"`` refuses such a gradient before anything is sent.
 """
 
 from __future__ import annotations
@@ -33,14 +40,26 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..quantize import block_count, check_finite
+from ..quantize import (
+    NF_NAN,
+    NF_NEG_INF,
+    NF_POS_INF,
+    block_count,
+    check_finite,
+    check_nonfinite_mode,
+    nonfinite_bits,
+)
 from .cost import PATHS, CostModel, volumes
 from .policy import FixedRatio, RatioPolicy, StepReport
 from .topk import ErrorFeedback, block_energy, blocks_of, expand, keep_count, select
 
 MODES = ("auto", *PATHS)
 SELECTIONS = ("local", "agreed")
-TAIL_SCALARS = 3  # kept energy, total energy, previous collective seconds
+TAIL_SCALARS = 4  # kept energy, total energy, previous collective seconds, overflow flag
+TAIL_OVERFLOW = 3
+"""The tail element a worker sets to NaN when its allgather message could not carry all of
+its non-finite blocks (summed, it makes every worker's whole result NaN)."""
+_F32_MAX = float(np.finfo(np.float32).max)
 
 
 @dataclass
@@ -101,6 +120,10 @@ class Plan:
     """float32, B·K + tail elements: the selected blocks, zeros, the telemetry tail."""
     volumes: dict[str, float]
     t0: float = field(default_factory=time.monotonic)
+    nonfinite: int = 0
+    """Blocks of this worker's tensor that hold NaN or ±Inf (0: a finite gradient)."""
+    prior_residual: np.ndarray | None = field(default=None, repr=False)
+    """The residual before this step: restored when the step turns out non-finite."""
 
     @property
     def selected(self) -> int:
@@ -125,12 +148,16 @@ class TensorState:
     last_volume: float = 0.0
     reports: list[StepReport] = field(default_factory=list, repr=False)
     paths: list[str] = field(default_factory=list, repr=False)
+    nonfinite_steps: int = 0
+    """Steps whose aggregated result was non-finite (void for the compressor)."""
 
 
 class BlockTopK:
     """Block top-k for a group of ``n`` workers whose switch job has K = ``k`` and
     ``slots`` slots; ``paths``: the collectives available ("sparse" needs the sparse
-    program, "allgather" a process group)."""
+    program, "allgather" a process group). ``nonfinite``: ``"propagate"`` (NaN/±Inf come
+    back non-finite, per block, on every worker) or ``"raise"`` (``NonFiniteError`` in
+    ``prepare``, before anything is sent); the session's own mode."""
 
     def __init__(
         self,
@@ -140,7 +167,9 @@ class BlockTopK:
         k: int,
         slots: int,
         paths: tuple[str, ...] = PATHS,
+        nonfinite: str = "propagate",
     ) -> None:
+        self.nonfinite = check_nonfinite_mode(nonfinite)
         if n < 1 or k < 1 or slots < 1:
             raise ValueError(f"BlockTopK: n {n}, k {k}, slots {slots} must be positive")
         bad = [p for p in paths if p not in PATHS]
@@ -183,11 +212,13 @@ class BlockTopK:
     def prepare(self, key: object, grad: np.ndarray, always: np.ndarray | None = None) -> Plan:
         """Select this step's blocks of ``grad`` (float32; ``always``: a block mask sent
         every step, e.g. the first and last layers), keep the rest as the residual, and
-        pick the collective. Raises ``NonFiniteError`` for NaN/±Inf (nothing is kept)."""
+        pick the collective. NaN/±Inf: the blocks holding one travel whole as NaN or the
+        infinity (``nonfinite="raise"``: ``NonFiniteError``, nothing is kept)."""
         g = np.ravel(np.asarray(grad))
         if g.dtype != np.float32:
             raise TypeError(f"block top-k of a {g.dtype} tensor: float32 expected")
-        check_finite(g)
+        if self.nonfinite == "raise":
+            check_finite(g)
         cfg, k = self.config, self.k
         st = self.state(key, g.size)
         nb = block_count(g.size, k)
@@ -195,38 +226,31 @@ class BlockTopK:
             raise ValueError(f"always has shape {np.asarray(always).shape}, expected ({nb},)")
         agreed = cfg.selection == "agreed"
         tail = TAIL_SCALARS + (nb if agreed else 0)
+        prior = st.feedback.residual
         acc = st.feedback.accumulate(g)
+        bits = nonfinite_bits(blocks_of(acc, k))
+        bad = bits != 0
         energy = block_energy(acc, k)
+        if bad.any():
+            energy[bad] = 0.0  # the tail stays finite: its sums are every worker's figures
         warm = st.step < cfg.warmup_steps or (agreed and st.agreed_energy is None)
         ratio = 1.0 if warm else st.policy.ratio
+        fixed = np.zeros(nb, dtype=bool) if always is None else np.array(always, dtype=bool)
+        keep = 0
         if warm:
             mask = np.ones(nb, dtype=bool)
         else:
-            fixed = np.zeros(nb, dtype=bool) if always is None else np.array(always, dtype=bool)
             free = nb - int(fixed.sum())
             keep = keep_count(ratio, free) if free else 0
             mask = select(st.agreed_energy if agreed else energy, keep, fixed)
-        sent, rest = st.feedback.split(acc, expand(mask, k, g.size))
-        total_blocks = nb + -(-tail // k)
-        payload = np.zeros(nb * k + tail, dtype=np.float32)
-        payload[: g.size] = sent
-        t = payload[nb * k :]
-        t[0] = energy[mask].sum()
-        t[1] = energy.sum()
-        t[2] = st.last_seconds
-        if agreed:
-            # The energy of the next step's accumulator as far as it is known now: what is
-            # left plus this step's gradient (a proxy for the next one).
-            nxt = rest + g if cfg.error_feedback else g
-            t[TAIL_SCALARS:] = block_energy(nxt, k)
         selected = int(mask.sum())
         if agreed or warm:
             union = selected
         else:
             union = st.union if st.union is not None else min(nb, self.n * selected)
-        tail_blocks = total_blocks - nb
+        tail_blocks = -(-tail // k)
         vols = volumes(
-            blocks=total_blocks,
+            blocks=nb + tail_blocks,
             slots=self.slots,
             union=union + tail_blocks,
             selected=selected,
@@ -240,7 +264,54 @@ class BlockTopK:
             path = cfg.mode
         else:
             path = st.cost.choose(vols, self.paths)
-        return Plan(key, st.step, path, not warm, ratio, g.size, nb, tail, mask, payload, vols)
+        overflow = False
+        if bad.any() and not warm:
+            if path == "allgather":
+                # The message holds the same number of blocks on every worker: the
+                # non-finite ones go first; what does not fit raises the overflow flag.
+                base = st.agreed_energy if agreed else energy
+                mask = select(np.where(bad, np.inf, base), keep, fixed)
+                overflow = not mask[bad].all()
+            else:
+                mask |= bad  # the switch paths take any number of blocks
+        sent, rest = st.feedback.split(acc, expand(mask, k, g.size))
+        payload = np.zeros(nb * k + tail, dtype=np.float32)
+        payload[: g.size] = sent
+        if bad.any():
+            # A non-finite block travels whole as NaN or its one infinity, so that any sum
+            # of blocks (the switch's OR of the bits, numpy's element-wise sum on the
+            # allgather path) gives what the uncompressed path gives for the block.
+            carried = bad & mask
+            payload[: nb * k].reshape(nb, k)[carried] = _fill(bits[carried])[:, None]
+            if cfg.error_feedback:
+                st.feedback.residual = prior  # the step is void: keep the residual clean
+        t = payload[nb * k :]
+        t[0] = min(energy[mask].sum(), _F32_MAX)
+        t[1] = min(energy.sum(), _F32_MAX)
+        t[2] = st.last_seconds
+        t[TAIL_OVERFLOW] = np.nan if overflow else 0.0
+        if agreed:
+            # The energy of the next step's accumulator as far as it is known now: what is
+            # left plus this step's gradient (a proxy for the next one).
+            nxt = rest + g if cfg.error_feedback else g
+            e = block_energy(nxt, k)
+            e[~np.isfinite(e)] = 0.0
+            t[TAIL_SCALARS:] = np.minimum(e, _F32_MAX)
+        return Plan(
+            key,
+            st.step,
+            path,
+            not warm,
+            ratio,
+            g.size,
+            nb,
+            tail,
+            mask,
+            payload,
+            vols,
+            nonfinite=int(bad.sum()),
+            prior_residual=prior,
+        )
 
     def complete(self, plan: Plan, summed: np.ndarray, seconds: float | None = None) -> np.ndarray:
         """The workers' mean of the tensor from the summed payload (float32, ``plan.size``
@@ -252,18 +323,30 @@ class BlockTopK:
         st = self.states[plan.key]
         k, nb, n = self.k, plan.blocks, self.n
         t = s[nb * k :].astype(np.float64)
+        grad = s[: plan.size]
+        if not np.isfinite(t[TAIL_OVERFLOW]):
+            # some worker could not carry all its non-finite blocks: which they were is
+            # unknown here, so the whole tensor is non-finite on every worker
+            grad = np.full(plan.size, np.nan, dtype=np.float32)
+        nonfinite = not bool(np.isfinite(grad).all())
         kept = float(t[0] / t[1]) if t[1] > 0 else 1.0
         prev_seconds = float(t[2]) / n if t[2] > 0 else None
         if st.last_path is not None and prev_seconds is not None:
             st.cost.observe(st.last_path, st.last_volume, prev_seconds)
-        if self.config.selection == "agreed":
+        if nonfinite:
+            # Void step (an AMP grad scaler skips it): every worker keeps its residual,
+            # policy and agreed energies as they were before it.
+            st.nonfinite_steps += 1
+            if self.config.error_feedback:
+                st.feedback.residual = plan.prior_residual
+        elif self.config.selection == "agreed":
             st.agreed_energy = t[TAIL_SCALARS:].copy()
-        grad = s[: plan.size]
-        st.union = int(np.count_nonzero(blocks_of(grad, k).any(axis=1)))
+        if not nonfinite:
+            st.union = int(np.count_nonzero(blocks_of(grad, k).any(axis=1)))
         st.last_seconds = (time.monotonic() - plan.t0) if seconds is None else float(seconds)
         st.last_path, st.last_volume = plan.path, plan.volumes[plan.path]
         st.paths.append(plan.path)
-        if plan.compressed:
+        if plan.compressed and not nonfinite:
             report = StepReport(
                 step=plan.step,
                 ratio=plan.ratio,
@@ -311,3 +394,12 @@ class BlockTopK:
             body[idx] += row[c : c * (k + 1)].reshape(c, k)
             out[nb * k :] += row[c * (k + 1) :]
         return out
+
+
+def _fill(bits: np.ndarray) -> np.ndarray:
+    """The value a whole non-finite block travels as: NaN for a NaN or both infinities,
+    else its one infinity (float32, one per block)."""
+    nan = (bits & NF_NAN != 0) | ((bits & NF_POS_INF != 0) & (bits & NF_NEG_INF != 0))
+    return np.where(nan, np.nan, np.where(bits & NF_POS_INF != 0, np.inf, -np.inf)).astype(
+        np.float32
+    )

@@ -38,13 +38,14 @@ def session_paths(session: AllreduceSession, allgather: bool) -> tuple[str, ...]
 def for_session(
     session: AllreduceSession, config: TopKConfig, *, allgather: bool = False
 ) -> BlockTopK:
-    """A ``BlockTopK`` for the session's job (its n, K and slots)."""
+    """A ``BlockTopK`` for the session's job (its n, K, slots and ``nonfinite`` mode)."""
     return BlockTopK(
         config,
         n=session.n,
         k=session.k,
         slots=session.session.slots,
         paths=session_paths(session, allgather),
+        nonfinite=session.nonfinite,
     )
 
 

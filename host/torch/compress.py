@@ -94,6 +94,7 @@ class TopKHookState:
                 k=session.k,
                 slots=session.session.slots,
                 paths=session_paths(session, allgather=True),
+                nonfinite=session.nonfinite,
             )
         except BaseException:
             if owned is not None:

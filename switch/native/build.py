@@ -49,13 +49,23 @@ def flags(sanitize: bool, source: str = "") -> list[str]:
     return [opt, *CFLAGS]
 
 
-def build(source: str, sanitize: bool = False) -> Path:
-    """The path of the shared object for ``source``, compiling it on a cache miss."""
+COMPILE_TIMEOUT = 300.0  # seconds a compile may take (K = 1024 under load: ~80 s)
+
+
+def object_path(source: str, sanitize: bool = False) -> Path:
+    """Where the shared object of ``source`` is cached (it may not exist yet)."""
     opts = flags(sanitize, source)
     # the source embeds the generator version and the runtime, so it is the whole key
     key = hashlib.sha256("\0".join([source, *opts]).encode()).hexdigest()[:32]
-    directory = cache_dir()
-    target = directory / f"p4r_{key}{'_asan' if sanitize else ''}.so"
+    return cache_dir() / f"p4r_{key}{'_asan' if sanitize else ''}.so"
+
+
+def build(source: str, sanitize: bool = False, timeout: float = COMPILE_TIMEOUT) -> Path:
+    """The path of the shared object for ``source``, compiling it on a cache miss (the
+    compiler gets ``timeout`` seconds)."""
+    opts = flags(sanitize, source)
+    target = object_path(source, sanitize)
+    directory = target.parent
     if target.exists():
         return target  # a second start needs no compiler
     cc = compiler()
@@ -79,8 +89,10 @@ def build(source: str, sanitize: bool = False) -> Path:
             raise BuildError(f"cache directory {directory}: {e.strerror}") from None
         cmd = [cc, *opts, "-I", str(include), "-o", str(obj), str(src)]
         try:
-            run = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
-        except (OSError, subprocess.TimeoutExpired) as e:
+            run = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            raise BuildError(f"the C compiler {cc} did not finish within {timeout:g} s") from None
+        except OSError as e:
             raise BuildError(f"the C compiler {cc} could not run: {e}") from None
         if run.returncode != 0 or not obj.exists():
             detail = _first_error(run.stderr) or f"exit status {run.returncode}"

@@ -196,6 +196,13 @@ class NativeSwitch:
         self._drain_quietly()
         return self._log_messages
 
+    def notify_events(self, fd: int | None) -> None:
+        """Have the engine write to the eventfd ``fd`` when a digest (at the end of its
+        ingress), a log_msg or a fault is waiting to be drained; None stops it. The native
+        I/O loop's packets run without Python, so this is how their digests get out."""
+        if self._E and self._events:
+            self.lib.p4r_events_notify(self._E, -1 if fd is None else fd)
+
     def _drain_quietly(self) -> None:
         # packets of the native I/O loop leave their events in C until someone asks
         if self._events and (fault := drain_events(self)) is not None:

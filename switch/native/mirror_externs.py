@@ -213,6 +213,8 @@ def bind_events(lib: ctypes.CDLL) -> None:
     lib.p4r_events_take.restype = U32
     lib.p4r_events_dropped.argtypes = [vp]
     lib.p4r_events_dropped.restype = U64
+    lib.p4r_events_notify.argtypes = [vp, ctypes.c_int]
+    lib.p4r_events_notify.restype = None
 
 
 def event_value(word: int, kind: int) -> int | bool:

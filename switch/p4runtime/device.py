@@ -194,6 +194,19 @@ class Device:
                 messages.append(p4runtime_pb2.StreamMessageResponse(digest=dl))
         return messages
 
+    def deliver_events(self) -> None:
+        """Send the digests the engine holds (the native I/O loop's packets leave them in
+        the engine) to the controllers as DigestList messages, as ``inject`` does."""
+        with self.lock:
+            state = self.state
+            if state is None:
+                return
+            messages = self._controller_messages(state, [])
+            sink = self.stream_sink
+        if sink is not None:
+            for msg in messages:
+                sink(msg)
+
     def to_controller(self, port: int, frame: bytes) -> None:
         """A frame the program sent to the CPU port outside ``inject`` (the native I/O loop's
         CPU queue): a PacketIn for the controllers, as ``inject`` makes one."""

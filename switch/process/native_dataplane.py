@@ -9,6 +9,10 @@ Python keeps three jobs here:
 - **Packet-out and control-plane sends.** ``Device.transmit`` becomes the loop's transmit
   queue, so whatever Python emits (a PacketOut run through ``Device.inject``) leaves through
   the loop's sockets, counted on the same ports.
+- **Digests.** The loop's packets leave their digests (and log_msg text) in the engine; the
+  engine writes to an eventfd when one is ready (``NativeSwitch.notify_events``), and the
+  CPU-port thread, which waits on it too, delivers them to the P4Runtime stream at once
+  (``Device.deliver_events``), while packets flow and after they stop.
 - **Pipeline changes.** A hook on the device moves the loop to the new engine's handler before
   the old pipeline is released. A pipeline whose engine has no native handler (a program the
   native engine refuses) still runs: the loop hands its frames to a Python thread that runs
@@ -57,6 +61,9 @@ class NativeDataplane:
         self.python_dropped = 0  # frames for the Python engine beyond PY_BACKLOG
         self._stop = threading.Event()
         self._wake_r, self._wake_w = os.pipe()
+        # the engine's "events ready" signal (NativeSwitch.notify_events)
+        self._events_fd = os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK)
+        self._notified: Any = None  # the engine told to write to _events_fd
         self._py_frames: collections.deque[tuple[int, bytes]] = collections.deque()
         self._py_ready = threading.Condition()
         self._trampoline = ioloop.HANDLER_FN(self._to_python)
@@ -67,8 +74,21 @@ class NativeDataplane:
 
     # -- engine selection ---------------------------------------------------------------------
 
+    def _notify(self, state: Any) -> None:
+        """Have the engine of ``state`` (None: no engine) signal ``_events_fd``; the one
+        before stops, so no released engine writes to the descriptor."""
+        engine = getattr(state, "switch", None)
+        if not hasattr(engine, "notify_events"):
+            engine = None
+        if self._notified is not None and self._notified is not engine:
+            self._notified.notify_events(None)
+        if engine is not None:
+            engine.notify_events(self._events_fd)
+        self._notified = engine
+
     def _retarget(self, state: Any) -> None:
         """Point the loop at the engine of ``state`` (called with each new pipeline)."""
+        self._notify(state)
         if state is None:
             self.loop.set_handler(None, None)
             return
@@ -104,12 +124,19 @@ class NativeDataplane:
     # -- the CPU port ---------------------------------------------------------------------------
 
     def _cpu_port(self) -> None:
-        cpu_fd = self.loop.cpu_fileno()
+        """PacketIns from the loop's CPU queue, and digests the engine signals."""
+        cpu_fd, events_fd = self.loop.cpu_fileno(), self._events_fd
         while not self._stop.is_set():
-            ready, _, _ = select.select([cpu_fd, self._wake_r], [], [], 1.0)
+            ready, _, _ = select.select([cpu_fd, events_fd, self._wake_r], [], [], 1.0)
             if cpu_fd in ready:
                 for port, frame in self.loop.drain_cpu():
                     self.device.to_controller(port, frame)
+            if events_fd in ready:
+                try:
+                    os.eventfd_read(events_fd)
+                except BlockingIOError:
+                    pass
+                self.device.deliver_events()
 
     # -- Dataplane's interface ------------------------------------------------------------------
 
@@ -142,9 +169,12 @@ class NativeDataplane:
             t.join(timeout=10)
         if self._retarget in self.device.pipeline_hooks:
             self.device.pipeline_hooks.remove(self._retarget)
+        with self.device.lock:
+            self._notify(None)  # before the descriptor is closed (and its number reused)
         self.loop.merge_counters()
         self.loop.close()
         os.close(self._wake_r)
         os.close(self._wake_w)
+        os.close(self._events_fd)
         for port in {id(p): p for p in self.ports.values()}.values():
             port.close()

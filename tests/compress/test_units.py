@@ -21,7 +21,7 @@ from p4reduce.host.compress import (
     select,
     volumes,
 )
-from p4reduce.host.compress.topk import expand
+from p4reduce.host.compress.topk import blocks_of, expand
 from p4reduce.host.quantize import NonFiniteError
 
 K = 64
@@ -214,8 +214,12 @@ def test_prepare_checks_its_input() -> None:
         tk.prepare(0, np.zeros(10, dtype=np.float64))
     bad = np.zeros(10, dtype=np.float32)
     bad[3] = np.nan
-    with pytest.raises(NonFiniteError):
-        tk.prepare(0, bad)
+    strict = BlockTopK(TopKConfig(), n=2, k=K, slots=4, nonfinite="raise")
+    with pytest.raises(NonFiniteError, match="flat index 3"):
+        strict.prepare(0, bad)
+    assert 0 not in strict.states  # nothing kept
+    with pytest.raises(ValueError, match="nonfinite"):
+        BlockTopK(TopKConfig(), n=2, k=K, slots=4, nonfinite="ignore")
     with pytest.raises(ValueError, match="not available"):
         BlockTopK(TopKConfig(mode="sparse"), n=2, k=K, slots=4, paths=("dense",))
 
@@ -348,3 +352,108 @@ def test_the_auto_mode_choice_is_the_same_on_every_worker() -> None:
     # warm-up dense, then each unmeasured path once (sparse, allgather), then the model
     assert paths[:4] == ["dense", "dense", "sparse", "allgather"]
     # simulate() asserts every worker picked the same path at every step
+
+
+# ---------------------------------------------------------------- NaN and ±Inf
+
+
+NB_NF = 20  # blocks per tensor in the non-finite tests (the last one short)
+
+
+def nonfinite_steps(n: int) -> tuple[list[list[np.ndarray]], dict[int, str]]:
+    """Three steps of n workers' gradients, the second with NaN/±Inf in some blocks, and
+    the kind each of those blocks must come back as (the uncompressed path's rule: NaN
+    for a NaN or both infinities, else the one infinity)."""
+    size = NB_NF * K - 7
+    steps = [[floats(50 * s + r, size) for r in range(n)] for s in range(3)]
+    g = steps[1]
+    g[0][2 * K + 1] = np.nan  # block 2: NaN on rank 0
+    g[0][5 * K] = np.inf  # block 5: +Inf on rank 0, -Inf on rank 1: NaN
+    g[1][5 * K + 3] = -np.inf
+    g[1][8 * K + 2] = np.inf  # block 8: +Inf on ranks 1 and 2
+    g[n - 1][8 * K + 9] = np.inf
+    g[n - 1][(NB_NF - 1) * K + 1] = -np.inf  # the short last block: -Inf
+    return steps, {2: "nan", 5: "nan", 8: "+inf", NB_NF - 1: "-inf"}
+
+
+def check_kinds(mean: np.ndarray, kinds: dict[int, str]) -> None:
+    blocks = blocks_of(mean, K)
+    size = mean.size
+    for b in range(NB_NF):
+        row = blocks[b][: min(K, size - b * K)]
+        kind = kinds.get(b)
+        if kind is None:
+            assert np.isfinite(row).all(), b
+        elif kind == "nan":
+            assert np.isnan(row).all(), b
+        else:
+            assert (row == (np.inf if kind == "+inf" else -np.inf)).all(), (b, row)
+
+
+@pytest.mark.parametrize("mode", ["dense", "sparse", "allgather"])
+@pytest.mark.parametrize("selection", ["local", "agreed"])
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
+def test_nonfinite_blocks_come_back_whole_on_every_worker(mode: str, selection: str) -> None:
+    """Each block that holds NaN/±Inf on some worker comes back whole as NaN or the
+    infinity on every worker, whatever the selection and the path; the step is void for
+    the compressor (residual, policy and agreed energies as before it), and the next
+    finite step goes on as if it had not happened."""
+    n = 3
+    steps, kinds = nonfinite_steps(n)
+    cfg = TopKConfig(ratio=0.25, selection=selection, warmup_steps=1, mode=mode)
+    ref = simulate(cfg, [steps[0], steps[2]], n)  # the same run without the bad step
+    got = simulate(cfg, steps, n)
+    plans, means, tks = got[1]
+    assert plans[0].path == mode and plans[0].compressed
+    assert [p.nonfinite for p in plans] == [2, 2, 2]
+    for m in means:
+        check_kinds(m, kinds)
+    for tk, rtk in zip(tks, ref[1][2], strict=True):
+        st, rst = tk.states["w"], rtk.states["w"]
+        assert st.nonfinite_steps == 1 and rst.nonfinite_steps == 0
+        assert np.isfinite(st.feedback.residual).all()
+        assert len(st.reports) == len(rst.reports)  # the void step fed no policy
+    # the step after: exactly what the run without the bad step gives
+    for m, rm in zip(got[2][1], ref[1][1], strict=True):
+        assert np.array_equal(m, rm)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
+def test_nonfinite_during_warmup_and_on_one_worker_only() -> None:
+    n = 2
+    size = 6 * K
+    g = [floats(r, size) for r in range(n)]
+    g[1][4 * K + 7] = -np.inf
+    res = simulate(TopKConfig(warmup_steps=2, mode="sparse"), [g], n)
+    plans, means, tks = res[0]
+    assert not plans[0].compressed and plans[0].path == "dense"
+    for m in means:
+        assert (m[4 * K : 5 * K] == -np.inf).all()
+        assert np.isfinite(m[: 4 * K]).all() and np.isfinite(m[5 * K :]).all()
+        np.testing.assert_allclose(m[: 4 * K], np.mean(g, axis=0)[: 4 * K], rtol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
+def test_allgather_overflow_makes_the_whole_tensor_nan_on_every_worker() -> None:
+    """The allgather message holds the same number of blocks on every worker; a worker
+    with more non-finite blocks than that raises the tail's flag and every worker's
+    whole result is NaN (the blocks are unknown to the others)."""
+    n = 2
+    size = 10 * K
+    steps = [[floats(10 * s + r, size) for r in range(n)] for s in range(2)]
+    for b in (1, 4, 7):  # three non-finite blocks; the message holds ceil(0.1·10) = 1
+        steps[1][0][b * K] = np.inf
+    res = simulate(TopKConfig(ratio=0.1, warmup_steps=1, mode="allgather"), steps, n)
+    plans, means, tks = res[1]
+    assert plans[0].selected == plans[1].selected == 1
+    for m in means:
+        assert np.isnan(m).all()
+    for tk in tks:
+        assert tk.states["w"].nonfinite_steps == 1
+        assert np.isfinite(tk.states["w"].feedback.residual).all()
+    # one non-finite block fits: it displaces the selected one and comes back exact
+    steps[1][0][[4 * K, 7 * K]] = 1.0
+    res = simulate(TopKConfig(ratio=0.1, warmup_steps=1, mode="allgather"), steps, n)
+    for m in res[1][1]:
+        assert (m[K : 2 * K] == np.inf).all()
+        assert np.isfinite(m[:K]).all() and np.isfinite(m[2 * K :]).all()

@@ -106,13 +106,55 @@ def main() -> None:
 
 
 def nan_gradient() -> dict[str, Any]:
-    """A NaN gradient on every rank: the top-k hook fails its future (nothing is sent),
-    and backward() raises naming the cause; the next step works again."""
+    """Non-finite gradients through the top-k hook.
+
+    propagate (the p4reduce group, its default ``nonfinite="propagate"``): at step 1 rank 0
+    alone has a NaN input, so a NaN gradient; every rank gets the non-finite blocks back,
+    so torch's GradScaler skips that step on every rank and halves its scale, as with
+    gloo; the steps before and after train normally.
+
+    strict (a gloo group whose hook joins a job with ``nonfinite="raise"``): a NaN
+    gradient on every rank fails the hook's future (nothing is sent) and backward()
+    raises naming the cause; the next step works again."""
     torch.manual_seed(0)
     model = torch.nn.Linear(32, 8)
     ddp = DDP(model)
-    state = TopKHookState.create(TopKConfig(ratio=0.5, warmup_steps=0, mode="dense"))
+    state = TopKHookState.create(TopKConfig(ratio=0.25, warmup_steps=0, mode="dense"))
     ddp.register_comm_hook(state, topk_hook)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**10)
+    steps = []
+    for step in range(3):
+        x = torch.randn(4, 32, generator=torch.Generator().manual_seed(10 * step + RANK))
+        if step == 1 and RANK == 0:
+            x[0, 0] = float("nan")
+        before = model.weight.detach().clone()
+        opt.zero_grad()
+        scaler.scale(ddp(x).square().sum()).backward()
+        finite = bool(
+            torch.isfinite(model.weight.grad).all() and torch.isfinite(model.bias.grad).all()
+        )
+        scaler.step(opt)
+        scaler.update()
+        steps.append(
+            {
+                "grad_finite": finite,
+                "stepped": not torch.equal(before, model.weight),
+                "scale": scaler.get_scale(),
+                "params_finite": bool(torch.isfinite(model.weight).all()),
+            }
+        )
+    nonfinite_steps = sum(st.nonfinite_steps for st in state.topk.states.values())
+
+    gloo = dist.new_group(backend="gloo")
+    model = torch.nn.Linear(32, 8)
+    ddp = DDP(model, process_group=gloo)
+    strict = TopKHookState.create(
+        TopKConfig(ratio=0.5, warmup_steps=0, mode="dense"),
+        gloo,
+        P4ReduceOptions(nonfinite="raise", timeout=60),
+    )
+    ddp.register_comm_hook(strict, topk_hook)
     x = torch.randn(4, 32)
     x[0, 0] = float("nan")
     error = None
@@ -122,7 +164,13 @@ def nan_gradient() -> dict[str, Any]:
         error = str(err)
     model.zero_grad()
     ddp(torch.randn(4, 32)).sum().backward()  # a clean step goes through
-    return {"error": error, "finite": bool(torch.isfinite(model.weight.grad).all())}
+    strict.close()
+    return {
+        "steps": steps,
+        "nonfinite_steps": nonfinite_steps,
+        "error": error,
+        "finite": bool(torch.isfinite(model.weight.grad).all()),
+    }
 
 
 if __name__ == "__main__":

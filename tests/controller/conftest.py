@@ -38,7 +38,7 @@ STATIC = StaticConfig(
 @pytest.fixture
 def ctl(switch: Switch, programs: dict[str, Path]) -> Iterator[Controller]:
     """A primary controller with the dense program pushed and the static config installed."""
-    c = Controller(switch.addr, timeout=5.0).connect()
+    c = Controller(switch.addr).connect()  # the default timeout: a loaded machine is slow
     try:
         c.push(programs["dense"])
         c.install_static(STATIC)
@@ -49,7 +49,7 @@ def ctl(switch: Switch, programs: dict[str, Path]) -> Iterator[Controller]:
 
 @pytest.fixture
 def sparse_ctl(switch: Switch, programs: dict[str, Path]) -> Iterator[Controller]:
-    c = Controller(switch.addr, timeout=5.0).connect()
+    c = Controller(switch.addr).connect()  # the default timeout: a loaded machine is slow
     try:
         c.push(programs["sparse"])
         c.install_static(STATIC)

@@ -119,9 +119,11 @@ def agg_frame(
     block: int = 0,
     truncate: int = 0,
     key: int | None = None,
+    nonfinite: int = 0,
 ) -> bytes:
     """A worker's aggregation frame; ``src_rank`` sends from another rank's addresses; ``key``
-    defaults to ``key_of(job_id)``, the key the tests create their jobs with."""
+    defaults to ``key_of(job_id)``, the key the tests create their jobs with; ``nonfinite``:
+    header byte 7 (the NF_* bits)."""
     s = rank if src_rank is None else src_rank
     header = struct.pack(
         "!BBHHBBIIII",
@@ -130,7 +132,7 @@ def agg_frame(
         job_id,
         (set_ << 15) | slot,
         exponent,
-        0,
+        nonfinite,
         packet_id,
         block,
         next_,

@@ -155,10 +155,13 @@ def test_stats_slots(pushed: Run, switch: Switch) -> None:
     )
     assert len(made["job_secret"]) >= 16 and 0 <= made["job_key"] <= 0xFFFFFFFF
     switch.device.inject(1, agg_frame(7, 0, 2, exponent=129, key=made["job_key"]))
+    # slot 5: rank 0's block held NaN and +Inf, rank 1's -Inf: the cell ORs the bits
+    switch.device.inject(1, agg_frame(7, 0, 5, key=made["job_key"], nonfinite=0x3))
+    switch.device.inject(2, agg_frame(7, 1, 5, key=made["job_key"], nonfinite=0x4))
     switch.device.inject(1, agg_frame(99, 0, 2))
     got = run.json("stats")
     by_index = {j["job_index"]: j for j in got["jobs"]}
-    assert by_index[1]["job_id"] == 7 and by_index[1]["aggregated"] == 1
+    assert by_index[1]["job_id"] == 7 and by_index[1]["aggregated"] == 3
     assert by_index[0]["job_id"] is None and by_index[0]["drops"]["unknown_sender"] == 1
     assert [j["job_id"] for j in run.json("stats", "--job", "7")["jobs"]] == [7]
     lines = run("stats").splitlines()
@@ -173,7 +176,7 @@ def test_stats_slots(pushed: Run, switch: Switch) -> None:
         "DROPS",
     ]
     assert lines[1].split() == ["-", "0", "0", "0", "0", "0", "0", "unknown_sender=1"]
-    assert lines[2].split() == ["7", "1", "1", "0", "0", "0", "0", "0"]
+    assert lines[2].split()[:3] == ["7", "1", "3"]
     slots = run.json("slots", "--job", "7")
     assert len(slots["slots"]) == 8 and slots["kind"] == "dense"
     cell = slots["slots"][2]["sets"][0]
@@ -184,9 +187,26 @@ def test_stats_slots(pushed: Run, switch: Switch) -> None:
         129,
         False,
     )
+    assert (cell["nonfinite"], cell["nonfinite_names"]) == (0, [])
+    cell = slots["slots"][5]["sets"][0]
+    assert (cell["ranks"], cell["complete"], cell["nonfinite"]) == ([0, 1], True, 0x7)
+    assert cell["nonfinite_names"] == ["nan", "+inf", "-inf"]
     lines = run("slots", "--job", "7").splitlines()
-    assert lines[0] == "job 7: slots 0..7 of 0..7 (pool 0..7), n = 2, 1 cell(s) in use"
-    assert lines[2].split() == ["2", "2", "0", "0", "1", "1", "yes", "129", "no"]
+    assert lines[0] == "job 7: slots 0..7 of 0..7 (pool 0..7), n = 2, 2 cell(s) in use"
+    assert "NONFINITE" in lines[1].split()
+    assert lines[2].split() == ["2", "2", "0", "0", "1", "1", "yes", "129", "-", "no"]
+    assert lines[3].split() == [
+        "5",
+        "5",
+        "0",
+        "0,1",
+        "-",
+        "2",
+        "yes",
+        "130",
+        "nan,+inf,-inf",
+        "yes",
+    ]
     assert len(run("slots", "--job", "7", "--all", "--range", "1:2").splitlines()) == 2 + 4
     got = run.json("slots", "--job", "7", "--range", "2", "--values")
     assert got["slots"][0]["sets"][0]["values"] == [1] * 64
@@ -264,8 +284,58 @@ def test_switch_unreachable(capsys: pytest.CaptureFixture[str]) -> None:
     assert (
         out == ""
         and err
-        == "p4reduce-ctl: error: switch unreachable at 127.0.0.1:1 (no P4Runtime server answered)\n"
+        == "p4reduce-ctl: error: switch unreachable at 127.0.0.1:1 (no P4Runtime server "
+        "answered within 0.3 s)\n"
     )
+
+
+SLOW = 1.5  # seconds a slowed switch takes per Read
+
+
+@pytest.fixture
+def slow_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The switch answers every Read after SLOW seconds (a switch under heavy load)."""
+    import time
+
+    from p4reduce.switch.p4runtime import entities
+
+    real = entities.read
+
+    def slow(state: Any, entity: Any) -> Any:
+        time.sleep(SLOW)
+        return real(state, entity)
+
+    monkeypatch.setattr(entities, "read", slow)
+
+
+# the operation that expires: the read itself, or the pipeline request before it while the
+# slowed switch still holds its lock for the previous command's read
+EXPIRED = (
+    r"p4reduce-ctl: error: (read|get pipeline)[^:]*: the switch at 127\.0\.0\.1:\d+ did not answer within "
+    r"0\.5 s \(--timeout or \$P4REDUCE_P4RT_TIMEOUT sets the limit\)"
+)
+
+
+def test_the_p4runtime_timeout_is_configurable_and_its_expiry_one_line(
+    pushed: Run, slow_reads: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read slower than the timeout fails with one line naming the operation and the
+    limit; --timeout and $P4REDUCE_P4RT_TIMEOUT set it, and a longer one lets it through."""
+    from p4reduce.controller import Controller
+    from p4reduce.controller.p4rt import DEFAULT_TIMEOUT
+
+    run = pushed
+    assert re.fullmatch(EXPIRED, run("--timeout", "0.5", "stats", rc=1)), "flag"
+    monkeypatch.setenv("P4REDUCE_P4RT_TIMEOUT", "0.5")
+    assert re.fullmatch(EXPIRED, run("stats", rc=1)), "environment"
+    assert run.json("--timeout", "20", "stats")["jobs"] == []  # the flag wins
+    monkeypatch.setenv("P4REDUCE_P4RT_TIMEOUT", "soon")
+    assert run("stats", rc=1) == (
+        "p4reduce-ctl: error: $P4REDUCE_P4RT_TIMEOUT='soon': a positive number of seconds expected"
+    )
+    monkeypatch.delenv("P4REDUCE_P4RT_TIMEOUT")
+    assert Controller(run.switch.addr).conn.timeout == DEFAULT_TIMEOUT == 30.0
+    assert Controller(run.switch.addr, timeout=2.5).conn.timeout == 2.5
 
 
 def test_election_conflict(pushed: Run, switch: Switch) -> None:

@@ -369,6 +369,13 @@ def test_sparse_program(sparse_ctl: Controller, switch: Switch) -> None:
     _, states = ctl.slots(7, 0, 1)
     cell = states[0].sets[0]
     assert cell.next_min == 8 and cell.complete and not cell.has_data
+    assert cell.nonfinite == 0
+    f = dict(kind="sparse", values=[1] * 64)
+    switch.device.inject(1, agg_frame(7, 0, 1, next_=2, nonfinite=0x4, **f))
+    switch.device.inject(2, agg_frame(7, 1, 1, next_=3, nonfinite=0x1, **f))
+    cell = ctl.slots(7, 1, 1)[1][0].sets[0]
+    assert (cell.count, cell.nonfinite) == (2, 0x5)  # the OR of -Inf and NaN
+    assert cell.to_dict()["nonfinite_names"] == ["nan", "-inf"]
     ctl.delete_job(7)
     assert switch.register(program.NEXT_MIN, 0) == 8  # not cleared: the next first overwrites
 
@@ -395,9 +402,10 @@ def test_loss(ctl: Controller, switch: Switch) -> None:
 def test_reset(ctl: Controller, switch: Switch) -> None:
     ctl.create_job(7, members(2), 4, key=key_of(7))
     ctl.create_job(8, members(2, 6000), 4, key=key_of(8))
-    switch.device.inject(1, agg_frame(7, 0, 1))
+    switch.device.inject(1, agg_frame(7, 0, 1, nonfinite=0x2))
     switch.device.inject(1, agg_frame(99, 0, 1))
     ctl.set_loss(0.5, [1, 2])
+    assert switch.register(program.NONFINITE, 2) == 0x2  # cell (slot 1, set 0)
     r = ctl.reset()
     assert r["jobs_removed"] == [7, 8] and r["slots_cleared"]
     assert ctl.list_jobs() == [] and _table(ctl, program.WORKERS) == []
@@ -406,6 +414,7 @@ def test_reset(ctl: Controller, switch: Switch) -> None:
     assert ctl.static_config().switch_ip == SWITCH_IP
     assert ctl.loss() == {} and ctl.stats() == []
     assert switch.register(program.BITMAPS, 5) == 0
+    assert switch.register(program.NONFINITE, 2) == 0  # every slot register, this one too
     assert ctl.create_job(9, members(2), 4, key=key_of(9)).job_index == 1
 
 

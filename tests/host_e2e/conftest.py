@@ -2,8 +2,11 @@
 
 The helpers next to this file (stack.py) are imported by name, so this folder goes on
 sys.path. Each program is compiled once per session, for an aggregation UDP port nobody
-else uses (the loopback adapter listens on it); each module gets one switch + registration
-service per program; every test's sessions are closed (their jobs deleted) in a finally.
+else uses (the loopback adapter listens on it): a port of the stacks' fixed pool, held for
+the session (``testbed.local.lease_agg_port``), so the native engine's cache hits from the
+second run on and parallel runs never share a port; each module gets one switch +
+registration service per program; every test's sessions are closed (their jobs deleted)
+in a finally.
 """
 
 from __future__ import annotations
@@ -14,39 +17,82 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from p4reduce.testbed.local import AggPortLease, lease_agg_port  # noqa: E402
 from stack import Stack, close_all, compile_program  # noqa: E402
-
-from p4reduce.free_port import free_port  # noqa: E402
 
 POOL = 8  # worker sockets (switch ports 1..8) per stack
 
 
+class Builds(dict[str, tuple[Path, int]]):
+    """program -> (build prefix, aggregation port), each port leased from the stacks' pool
+    for the session. ``relocate`` moves a program to another port (and compiles it again)
+    when something outside the pool's locks holds its port (a stack of an older checkout on
+    the same machine, say)."""
+
+    def __init__(self, out: Path) -> None:
+        super().__init__()
+        self.out = out
+        self.leases: dict[str, AggPortLease] = {}
+        self.tried: set[int] = set()
+
+    def add(self, name: str) -> None:
+        lease = lease_agg_port(self.tried | {x.port for x in self.leases.values()})
+        old = self.leases.pop(name, None)
+        if old is not None:
+            old.release()
+        self.leases[name] = lease
+        self.tried.add(lease.port)
+        self[name] = (compile_program(name, self.out / str(lease.port), lease.port), lease.port)
+
+    relocate = add
+
+    def release(self) -> None:
+        for lease in self.leases.values():
+            lease.release()
+
+
 @pytest.fixture(scope="session")
-def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, int]]:
+def builds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Builds]:
     """Each program with its own aggregation port, so a dense and a sparse switch can run
     side by side (their adapters listen on those ports)."""
-    out = tmp_path_factory.mktemp("build")
-    builds = {}
-    for name in ("dense", "sparse"):
-        port = free_port("udp")
-        builds[name] = (compile_program(name, out, port), port)
-    return builds
+    builds = Builds(tmp_path_factory.mktemp("build"))
+    try:
+        for name in ("dense", "sparse"):
+            builds.add(name)
+        yield builds
+    finally:
+        builds.release()
 
 
-def _stack(program: str, builds: dict[str, tuple[Path, int]]) -> Iterator[Stack]:
-    prefix, port = builds[program]
+def start_stack(builds: Builds, program: str, pool: list[socket.socket], **kw: Any) -> Stack:
+    """``Stack(...).start()`` on the program's build; when its aggregation port is taken
+    by a process outside the pool's locks, the program moves to another port (twice at
+    most), as LocalStack does."""
+    for attempt in range(3):
+        prefix, port = builds[program]
+        try:
+            return Stack(program, prefix, port, pool, **kw).start()
+        except AssertionError as err:
+            if attempt == 2 or "Address already in use" not in str(err):
+                raise
+            builds.relocate(program)
+    raise AssertionError("unreachable")
+
+
+def _stack(program: str, builds: Builds) -> Iterator[Stack]:
     pool = []
     try:
         for _ in range(POOL):
             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             pool.append(s)
             s.bind(("127.0.0.1", 0))
-        stack = Stack(program, prefix, port, pool).start()
+        stack = start_stack(builds, program, pool)
         try:
             yield stack
         finally:
@@ -57,12 +103,12 @@ def _stack(program: str, builds: dict[str, tuple[Path, int]]) -> Iterator[Stack]
 
 
 @pytest.fixture(scope="module")
-def dense_stack(builds: dict[str, tuple[Path, int]]) -> Iterator[Stack]:
+def dense_stack(builds: Builds) -> Iterator[Stack]:
     yield from _stack("dense", builds)
 
 
 @pytest.fixture(scope="module")
-def sparse_stack(builds: dict[str, tuple[Path, int]]) -> Iterator[Stack]:
+def sparse_stack(builds: Builds) -> Iterator[Stack]:
     yield from _stack("sparse", builds)
 
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+import pytest
 from conftest import Jobs
 from p4reduce.host.compress import TopKConfig, allreduce_topk, for_session
+from p4reduce.host.quantize import NonFiniteError
 from stack import K, on_all
 
 
@@ -85,3 +87,39 @@ def test_error_feedback_sends_everything_eventually(sparse: Jobs) -> None:
         total += means[0]
     np.testing.assert_allclose(total, np.mean(first, axis=0), atol=1e-5)
     assert not any(tk.states[0].feedback.residual.any() for tk in tks)
+
+
+def test_nonfinite_gradients_propagate_through_the_switch_and_strict_mode_refuses(
+    sparse: Jobs,
+) -> None:
+    """NaN/±Inf in one worker's gradient (blocks the top-k would not pick) come back as
+    whole non-finite blocks on every worker through the switch, dense and sparse paths
+    alike, in the same call; the compressor keeps a clean residual and the next step is
+    finite. A session with ``nonfinite="raise"`` refuses the gradient before sending."""
+    n, size = 2, 12 * K
+    sessions = sparse.join(n, slots=4)
+    for mode in ("sparse", "dense"):
+        cfg = TopKConfig(ratio=0.1, warmup_steps=0, mode=mode)
+        tks = [for_session(s, cfg) for s in sessions]
+        xs = [grads(0, r, size) * np.float32(1e-3) for r in range(n)]
+        xs[1][[3 * K + 1, 7 * K + 2]] = [np.nan, np.inf]  # tiny blocks, never selected
+        xs[0][7 * K + 5] = np.inf
+        means = on_all(sessions, lambda s, r, xs=xs, tks=tks: allreduce_topk(s, tks[r], xs[r]))
+        for m in means:
+            assert np.isnan(m[3 * K : 4 * K]).all(), mode
+            assert (m[7 * K : 8 * K] == np.inf).all(), mode
+            rest = np.delete(m, np.r_[3 * K : 4 * K, 7 * K : 8 * K])
+            assert np.isfinite(rest).all(), mode
+        for tk in tks:
+            assert tk.states[0].nonfinite_steps == 1
+            assert tk.states[0].feedback.residual is None  # void: as before the step
+        nxt = [grads(1, r, size) for r in range(n)]
+        means = on_all(sessions, lambda s, r, xs=nxt, tks=tks: allreduce_topk(s, tks[r], xs[r]))
+        assert all(np.isfinite(m).all() for m in means), mode
+    strict = sparse.join(n, slots=4, first=n, nonfinite="raise")
+    tk = for_session(strict[0], TopKConfig(warmup_steps=0, mode="sparse"))
+    bad = grads(2, 0, size)
+    bad[5] = np.nan
+    with pytest.raises(NonFiniteError, match="flat index 5"):
+        allreduce_topk(strict[0], tk, bad)
+    assert strict[0].stats.calls == 0  # nothing was sent

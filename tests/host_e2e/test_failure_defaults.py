@@ -14,10 +14,10 @@ import sys
 import textwrap
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import Builds, start_stack
 from p4reduce.controller.service import Timeouts
 from p4reduce.host import AllreduceSession, AllreduceTimeout
 from stack import Stack, check, make_tensor, on_all
@@ -33,9 +33,8 @@ def test_the_defaults_give_up_within_ten_seconds() -> None:
 
 
 @pytest.fixture
-def stack3(builds: dict[str, tuple[Path, int]]) -> Iterator[Stack]:
+def stack3(builds: Builds) -> Iterator[Stack]:
     """A stack of its own: the tests below kill its switch or a worker on it."""
-    prefix, port = builds["dense"]
     pool: list[socket.socket] = []
     stack = None
     try:
@@ -43,7 +42,7 @@ def stack3(builds: dict[str, tuple[Path, int]]) -> Iterator[Stack]:
             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             pool.append(s)
             s.bind(("127.0.0.1", 0))
-        stack = Stack("dense", prefix, port, pool).start()
+        stack = start_stack(builds, "dense", pool)
         yield stack
     finally:
         if stack is not None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import Jobs
+from conftest import Jobs, start_stack
 from p4reduce.host.quantize import NonFiniteError, to_blocks
 from p4reduce.switch.frontend.compiler import CompileOptions
 from p4reduce.switch.native.probe import native_engine_for
@@ -29,12 +29,11 @@ def engine_stack(request: pytest.FixtureRequest, builds) -> Iterator[Stack]:  # 
     if engine == "native":  # the native engine must take the program, not fall back
         opts = CompileOptions(include_dirs=[ROOT / "p4src" / "include"])
         assert native_engine_for(ROOT / "p4src" / "sparse.p4", opts) is None
-    prefix, port = builds["sparse"]
     pool = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(2)]
     try:
         for s in pool:
             s.bind(("127.0.0.1", 0))
-        stack = Stack("sparse", prefix, port, pool, switch_args=["--engine", engine]).start()
+        stack = start_stack(builds, "sparse", pool, switch_args=["--engine", engine])
         try:
             yield stack
         finally:

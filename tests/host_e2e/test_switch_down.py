@@ -6,10 +6,10 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import Builds, start_stack
 from p4reduce.controller import Assignment
 from p4reduce.controller.client import Timeouts
 from p4reduce.host import AllreduceSession, AllreduceTimeout, RetryPolicy
@@ -69,8 +69,7 @@ def test_default_retry_comes_from_the_assignment() -> None:
 
 
 @pytest.fixture
-def own_stack(builds: dict[str, tuple[Path, int]]) -> Iterator[Stack]:
-    prefix, port = builds["dense"]
+def own_stack(builds: Builds) -> Iterator[Stack]:
     pool = []
     stack = None
     try:
@@ -78,7 +77,7 @@ def own_stack(builds: dict[str, tuple[Path, int]]) -> Iterator[Stack]:
             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             pool.append(s)
             s.bind(("127.0.0.1", 0))
-        stack = Stack("dense", prefix, port, pool).start()
+        stack = start_stack(builds, "dense", pool)
         yield stack
     finally:
         if stack is not None:

@@ -14,14 +14,13 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 from p4reduce.controller import RegistrationClient
 from p4reduce.switch.frontend.cli import main as p4c_main
-
-from p4reduce.free_port import free_port
+from p4reduce.testbed.local import AggPortLease, lease_agg_port
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -34,14 +33,36 @@ JOB = 7
 class Build:
     prefix: Path  # PREFIX.json + PREFIX.p4info.txtpb
     agg_port: int
+    out: Path
+    lease: AggPortLease
+    tried: set[int] = field(default_factory=set)
+
+    def relocate(self) -> None:
+        """Another pool port, compiled in: a process outside the pool's locks (a stack of an
+        older checkout on a shared machine) holds this one."""
+        self.tried.add(self.agg_port)
+        lease = lease_agg_port(self.tried)
+        self.lease.release()
+        self.lease = lease
+        self.prefix, self.agg_port = _compile(self.out / str(lease.port), lease.port), lease.port
 
 
 @pytest.fixture(scope="module")
-def build(tmp_path_factory: pytest.TempPathFactory) -> Build:
+def build(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Build]:
     """The dense program compiled for an aggregation port nobody else uses: the adapter
-    hands frames to the program with the adapter's own port as UDP destination."""
+    hands frames to the program with the adapter's own port as UDP destination. The port
+    comes from the stacks' fixed pool and is held for the module (so the native engine's
+    cache hits from the second run on, and a parallel run takes another one)."""
     out = tmp_path_factory.mktemp("build")
-    port = free_port("udp")
+    lease = lease_agg_port()
+    b = Build(_compile(out, lease.port), lease.port, out, lease)
+    try:
+        yield b
+    finally:
+        b.lease.release()
+
+
+def _compile(out: Path, port: int) -> Path:
     rc = p4c_main(
         [
             "-I", str(ROOT / "p4src" / "include"), f"-DAGG_UDP_PORT={port}",
@@ -50,7 +71,7 @@ def build(tmp_path_factory: pytest.TempPathFactory) -> Build:
         ]
     )  # fmt: skip
     assert rc == 0
-    return Build(out / "dense", port)
+    return out / "dense"
 
 
 class Process:
@@ -102,11 +123,20 @@ def stack(build: Build) -> Iterator[tuple[Process, list[Worker]]]:
         s.bind(("127.0.0.1", 0))
         s.settimeout(10)
         workers.append(Worker(rank, s, rank + 1))
-    args = [str(BIN / "p4reduce-switch"), str(build.prefix.with_suffix(".json"))]
-    for w in workers:
-        args += ["-i", f"{w.port}@udp:127.0.0.1:{w.udp_port}"]
-    args += ["--udp-listen", f"127.0.0.1:{build.agg_port}", "--grpc-server-addr", "127.0.0.1:0"]
-    switch = Process(args, "ready")
+    for attempt in range(3):
+        args = [str(BIN / "p4reduce-switch"), str(build.prefix.with_suffix(".json"))]
+        for w in workers:
+            args += ["-i", f"{w.port}@udp:127.0.0.1:{w.udp_port}"]
+        args += ["--udp-listen", f"127.0.0.1:{build.agg_port}", "--grpc-server-addr", "127.0.0.1:0"]
+        try:
+            switch = Process(args, "ready")
+            break
+        except AssertionError as err:
+            if attempt == 2 or "Address already in use" not in str(err):
+                for w in workers:
+                    w.sock.close()
+                raise
+            build.relocate()
     try:
         yield switch, workers
     finally:

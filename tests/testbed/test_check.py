@@ -11,7 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
+from p4reduce.testbed import local
 from p4reduce.testbed.local import LocalStack, StackError
+
+from p4reduce.free_port import free_port
 
 BIN = Path(sys.executable).parent
 FIELDS = {"ok", "max_abs_error", "bound", "seconds", "goodput_gbps", "packets", "retransmissions"}
@@ -133,6 +136,38 @@ def test_stack_teardown_leaves_no_process() -> None:
     assert len(pids) == 4
     assert all(gone(p) for p in pids)
     assert workdir is not None and not workdir.exists()
+
+
+def test_the_native_engine_is_compiled_before_the_switch_start_clock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a cache miss LocalStack compiles the switch's native engine (with a progress
+    line) before it starts the switch, whose start deadline then holds no compile; the
+    next start finds it cached, and its switch loads it with no compiler at hand."""
+    monkeypatch.setenv("P4REDUCE_CACHE_DIR", str(tmp_path / "cache"))  # a miss
+    # a pool of one port of its own: the second start takes the same port (the same C),
+    # whatever stacks other runs on this machine hold
+    monkeypatch.setattr(local, "AGG_PORT_POOL", [free_port("udp")])
+    monkeypatch.setattr(local, "AGG_PORT_LOCKS", tmp_path)
+    lines: list[str] = []
+    with LocalStack(1, "dense", log=lines.append) as stack:
+        assert stack.switch is not None
+        err = stack.switch.stderr.read_text()
+        assert "native" in stack.timings
+    compiling = [i for i, ln in enumerate(lines) if ln.startswith("compiling the native")]
+    assert [lines[i] for i in compiling] == [
+        "compiling the native engine for dense.p4, K = 64 (first start only)..."
+    ], lines
+    ready = [i for i, ln in enumerate(lines) if ln.startswith("switch ready")]
+    assert compiling[0] < ready[0], lines
+    assert "native engine not used" not in err, err
+    monkeypatch.setenv("P4REDUCE_CC", "/nonexistent/cc")
+    lines.clear()
+    with LocalStack(1, "dense", log=lines.append) as stack:
+        assert stack.switch is not None
+        err = stack.switch.stderr.read_text()
+    assert not any("native" in ln for ln in lines), lines  # cached: nothing to say
+    assert "native engine not used" not in err, err
 
 
 def test_a_failing_worker_stops_the_run_and_everything_is_stopped() -> None:

@@ -187,9 +187,31 @@ static int p4r_hash_payload(uint64_t (*fn)(const uint8_t *, uint32_t), const uin
 #define P4R_EV_COMMIT 4 /* an ingress ended: the digests since the last commit are delivered */
 #define P4R_EV_MAX (1u << 22)
 
+/* Wake the Python side (NativeDataplane) when a record it can deliver arrives, so that
+ * digests and log_msg text of the native I/O loop's packets reach the P4Runtime stream at
+ * once instead of waiting for the next Python call. One eventfd write per take at most:
+ * p4r_events_take clears ev_signalled (E->mu is held in both). */
+static void p4r_event_signal(p4r_engine *E) {
+    if (!E->ev_notify || E->ev_signalled) return;
+    uint64_t one = 1;
+    ssize_t r = write(E->ev_notify - 1, &one, sizeof one);
+    (void)r; /* an eventfd only fails when its counter would overflow: it is readable then */
+    E->ev_signalled = 1;
+}
+
 static void p4r_event(p4r_engine *E, uint32_t kind, uint32_t site, uint32_t n,
                       const uint64_t *v) {
     if (kind == P4R_EV_DIGEST && E->ev_egress) return; /* egress digests are dropped */
+    if (kind == P4R_EV_COMMIT) {
+        /* a commit delivers the digests since the previous one: without any it is a no-op
+         * for Python, and is not stored (a digest program commits every packet) */
+        if (!E->ev_open_digests) return;
+        E->ev_open_digests = 0;
+    } else if (kind == P4R_EV_DIGEST) {
+        E->ev_open_digests++;
+    } else if (kind == P4R_EV_FAULT) {
+        E->ev_open_digests = 0; /* Python drops the packet's pending digests */
+    }
     uint64_t need = (uint64_t)E->ev_n + 2 + n;
     if (need > E->ev_cap) {
         uint64_t cap = E->ev_cap ? E->ev_cap : 256;
@@ -205,6 +227,16 @@ static void p4r_event(p4r_engine *E, uint32_t kind, uint32_t site, uint32_t n,
     E->ev[E->ev_n++] = kind | ((uint64_t)site << 8);
     E->ev[E->ev_n++] = n;
     for (uint32_t i = 0; i < n; i++) E->ev[E->ev_n++] = v[i];
+    if (kind != P4R_EV_DIGEST) p4r_event_signal(E); /* a digest waits for its commit */
+}
+
+/* Tell (fd >= 0) or stop telling (fd < 0) an eventfd of deliverable events. */
+void p4r_events_notify(p4r_engine *E, int fd) {
+    pthread_mutex_lock(&E->mu);
+    E->ev_notify = fd >= 0 ? fd + 1 : 0;
+    E->ev_signalled = 0;
+    if (E->ev_n) p4r_event_signal(E); /* records from before: deliver them too */
+    pthread_mutex_unlock(&E->mu);
 }
 
 uint32_t p4r_events_size(p4r_engine *E) {
@@ -226,6 +258,8 @@ uint32_t p4r_events_take(p4r_engine *E, uint64_t *dst, uint32_t cap) {
     memcpy(dst, E->ev, used * sizeof *dst);
     memmove(E->ev, E->ev + used, (E->ev_n - used) * sizeof *dst);
     E->ev_n -= used;
+    E->ev_signalled = 0;
+    if (E->ev_n) p4r_event_signal(E); /* records past cap (or new ones): another wake */
     pthread_mutex_unlock(&E->mu);
     return used;
 }

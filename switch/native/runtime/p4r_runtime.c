@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <time.h>
+#include <unistd.h>
 #include "p4r_handler.h"
 
 #define P4R_OK 0
@@ -93,6 +94,9 @@ typedef struct p4r_engine {
     int mti;
     uint64_t faults;
     uint64_t epoch_us;
+    int ev_notify;           /* 1 + the eventfd told of deliverable events; 0: none */
+    uint32_t ev_signalled;   /* the eventfd was written since Python last took events */
+    uint32_t ev_open_digests; /* digest records since the last commit (p4r_externs.c) */
 } p4r_engine;
 
 typedef struct p4r_pkt {
