@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .report import bars, plot
@@ -36,7 +36,7 @@ class Options:
     density: tuple[float, ...] | None = None
     mode: str = "dense"
     dtype: str | None = None
-    repeat: int = 3
+    repeat: int | None = None  # None: the experiment's default (3; sparsity 9)
     warmup: int = 1
     seed: int = 0
     ks: tuple[int, ...] | None = None  # elements per packet; a list for scaling
@@ -65,7 +65,7 @@ class Options:
         gl = None if gloo_items is None else tuple(gloo_items)
         return Point(
             experiment, workers, shape, tuple(items), program=program,
-            gloo_items=gl if self.gloo else (), repeat=self.repeat, warmup=self.warmup,
+            gloo_items=gl if self.gloo else (), repeat=self.repeat or 3, warmup=self.warmup,
             seed=self.seed, k=k, slots=self.slots, retx_ms=self.retx_ms or retx_ms,
             timeout=self.timeout,
         )  # fmt: skip
@@ -287,6 +287,8 @@ def loss_figure(rows: list[Row], path: Path, title: str) -> None:
 DENSITIES = (0.001, 0.01, 0.03, 0.1, 0.3, 1.0)
 SPARSE_K = 256
 AUTO_SLACK = 1.10  # mode="auto" must be within 10 % of the fastest path
+SPARSITY_REPEAT = 9  # timed calls per path and density unless --repeat: the medians of 3
+# calls were up to 11 % apart for two paths sending the same packets (docs/results.md)
 PATH_NAMES = {("p4reduce", "sparse"): "p4reduce sparse", ("p4reduce", "dense"): "p4reduce dense",
               ("p4reduce", "auto"): "p4reduce auto", ("gloo", "agsparse"): "AGsparse (gloo)",
               ("gloo", "ring"): "gloo ring (dense)"}  # fmt: skip
@@ -299,12 +301,16 @@ def sparsity_points(o: Options) -> list[Point]:
     m = o.elements or 131_072
     dt = o.dtype or "float32"
     ds = o.density or DENSITIES
-    items = [Item(m, dt, mode, d) for d in ds for mode in ("sparse", "dense", "auto")]
+    # the three p4reduce paths of a density run interleaved (one group): a slow stretch of
+    # the shared machine then hits all three alike, not the one that happened to run then
+    items = [Item(m, dt, mode, d, group=j) for j, d in enumerate(ds)
+             for mode in ("sparse", "dense", "auto")]  # fmt: skip
     gl = [Item(m, dt, "agsparse", d) for d in ds]
     gl += [Item(m, dt, "ring", d) for d in sorted({min(ds), max(ds)})]
     loss = (o.loss or (0.0,))[0]
-    return [o.point("sparsity", n, o.shape(loss), items, program="sparse", gloo_items=gl,
-                    k=o.k(SPARSE_K))]  # fmt: skip
+    point = o.point("sparsity", n, o.shape(loss), items, program="sparse", gloo_items=gl,
+                    k=o.k(SPARSE_K))  # fmt: skip
+    return [replace(point, repeat=o.repeat or SPARSITY_REPEAT)]
 
 
 def path_name(r: Row) -> str:

@@ -145,6 +145,17 @@ def test_standard_scaling_points() -> None:
         (100.0, 64, 2), (100.0, 64, 3), (100.0, 256, 2), (100.0, 256, 3)]  # fmt: skip
 
 
+def test_sparsity_points_interleave_the_paths_of_a_density() -> None:
+    (pt,) = ex.sparsity_points(ex.Options(density=(0.01, 1.0)))
+    assert pt.repeat == ex.SPARSITY_REPEAT  # the default; --repeat replaces it
+    assert ex.sparsity_points(ex.Options(density=(0.01,), repeat=2))[0].repeat == 2
+    # one group per density: sparse, dense and auto of that density, consecutive
+    assert [(it.group, it.mode, it.density) for it in pt.items] == [
+        (0, "sparse", 0.01), (0, "dense", 0.01), (0, "auto", 0.01),
+        (1, "sparse", 1.0), (1, "dense", 1.0), (1, "auto", 1.0)]  # fmt: skip
+    assert {it.group for it in pt.gloo_items or ()} == {None}
+
+
 def test_figure_titles_wrap_at_conditions() -> None:
     from p4reduce.testbed.mininet.report import wrap_title
 
@@ -189,6 +200,11 @@ def test_small_scaling_is_right_and_leaves_nothing(tmp_path: Path) -> None:
     assert [(x["backend"], x["workers"]) for x in rows] == [
         ("p4reduce", 2), ("gloo", 2), ("p4reduce", 3), ("gloo", 3)]  # fmt: skip
     assert all(x["ok"] and x["k"] == 256 and x["mtu"] == 1500 and x["link_ms"] for x in rows)
+    # where the CPU went (testbed/cpu.py): the workers', the switch's, the machine's
+    for x in rows:
+        if x["backend"] == "p4reduce":
+            assert x["cpu_workers_ms"] > 0 and x["cpu_switch_ms"] > 0, x
+            assert x["cpu_capacity_ms"] > 0 and x["link_tx_fps"] > 0, x
     assert (tmp_path / "scaling.png").stat().st_size > 0
     assert leftovers() == []
 
