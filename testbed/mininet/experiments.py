@@ -203,6 +203,7 @@ def scaling_summary(rows: list[Row]) -> list[str]:
             lines.append(
                 f"  p4reduce's link time (a line-rate switch) {min(links):.0f}..{max(links):.0f} ms"
             )
+    lines += cpu_lines(rows)
     for v in scaling_verdicts(rows):
         rate = f"{v['bw_mbit']:g} Mbit/s" if v["bw_mbit"] else "unshaped"
         if "flat" in v:
@@ -216,6 +217,35 @@ def scaling_summary(rows: list[Row]) -> list[str]:
             lines.append(f"{rate}, K = {v['k']}: p4reduce / gloo at 8 workers = {g:.2f} "
                          f"(target <= {TARGET_GLOO}, ideal 0.57: {ok})")  # fmt: skip
     return lines
+
+
+def cpu_lines(rows: Sequence[Row]) -> list[str]:
+    """Where the CPU went per p4reduce call (testbed/cpu.py), one line per point: the
+    switch process, the workers together (and their share in the kernel), the machine's
+    softirq time (overlapping the two: a softirq is charged to the task it interrupts), the
+    busy time nobody of ours accounts for (other load), against the cores' capacity in the
+    same wall time; and the busiest worker link's frames per second each way. CPU times
+    hold on a loaded machine, wall times do not."""
+    out = []
+    for r in by(rows, "p4reduce"):
+        x = r.extra
+        if "cpu_workers_ms" not in x:
+            continue
+        rate = f"{r.bw_mbit:g} Mbit/s" if r.bw_mbit else "unshaped"
+        parts = [f"switch {x['cpu_switch_ms']:.1f}" if "cpu_switch_ms" in x else "",
+                 f"workers {x['cpu_workers_ms']:.1f} "
+                 f"({x['cpu_workers_sys_ms'] / max(x['cpu_workers_ms'], 1e-9):.0%} kernel)"]  # fmt: skip
+        if "cpu_machine_softirq_ms" in x:
+            parts += [f"softirq {x['cpu_machine_softirq_ms']:.1f}",
+                      f"other {max(x['cpu_other_ms'], 0.0):.1f}",
+                      f"of {x['cpu_capacity_ms']:.1f} (all cores)"]  # fmt: skip
+        fps = ""
+        if "link_tx_fps" in x:
+            fps = (f"; busiest link {x['link_tx_fps']:,.0f} frames/s up, "
+                   f"{x.get('link_rx_fps', 0.0):,.0f} down")  # fmt: skip
+        out.append(f"{rate}, K = {r.k}, {r.workers} workers, CPU ms per call: "
+                   + ", ".join(p for p in parts if p) + fps)  # fmt: skip
+    return out
 
 
 def scaling_figure(rows: list[Row], path: Path, title: str) -> None:

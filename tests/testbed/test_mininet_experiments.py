@@ -128,6 +128,14 @@ def test_scaling_targets_per_series() -> None:
     text = "\n".join(ex.scaling_summary(rows))
     assert "p4reduce(8) / p4reduce(2) = 1.10 (target <= 1.15: met)" in text
     assert "p4reduce / gloo at 8 workers = 1.50 (target <= 0.65, ideal 0.57: MISSED)" in text
+    # the CPU per call, where the workers measured it
+    rows[1].extra.update(cpu_workers_ms=80.0, cpu_workers_sys_ms=60.0, cpu_switch_ms=90.0,
+                         cpu_machine_softirq_ms=50.0, cpu_other_ms=-1.0, cpu_capacity_ms=220.0,
+                         link_tx_fps=1500.0, link_rx_fps=1400.0)  # fmt: skip
+    assert ex.cpu_lines(rows) == [
+        "10 Mbit/s, K = 256, 8 workers, CPU ms per call: switch 90.0, workers 80.0 (75% kernel), "
+        "softirq 50.0, other 0.0, of 220.0 (all cores); busiest link 1,500 frames/s up, "
+        "1,400 down"]  # fmt: skip
 
 
 def test_standard_scaling_points() -> None:
