@@ -6,9 +6,11 @@ them (``testbed.worker.run_plan``), and reports the difference on its last line:
 - its own CPU time (``getrusage``: user and system, all threads);
 - the packets and bytes its data interface moved (``/proc/self/net/dev``: the interface of
   the worker's own network namespace);
+- its voluntary context switches (``ru_nvcsw``): the times it slept and was woken, each
+  wakeup a cost to the waker too;
 - where asked (rank 0 of the testbed), the CPU time of watched processes (the switch):
-  ``/proc/PID/task/*/schedstat`` (nanoseconds, every thread) and the user/system split of
-  ``/proc/PID/stat``; and the whole machine's CPU time by kind from ``/proc/stat`` (user,
+  ``/proc/PID/task/*/schedstat`` (nanoseconds, every thread), the user/system split of
+  ``/proc/PID/stat`` and the voluntary context switches of ``/proc/PID/task/*/status``; and the whole machine's CPU time by kind from ``/proc/stat`` (user,
   system, softirq, irq, steal, idle) with the softirq counts of ``/proc/softirqs``.
 
 Accounting on the kernels this runs on (tick-based, ``CONFIG_IRQ_TIME_ACCOUNTING`` off):
@@ -40,9 +42,11 @@ class Snapshot:
     user: float  # this process, seconds
     sys: float
     link: tuple[int, int, int, int] | None  # rx packets, tx packets, rx bytes, tx bytes
-    procs: dict[str, tuple[int, int, int]] = field(default_factory=dict)  # ns, utime, stime
+    # ns, utime, stime, voluntary context switches (sleeps: each a wakeup by someone)
+    procs: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
     stat: tuple[int, ...] | None = None  # /proc/stat's cpu line, ticks, STAT_KINDS order
     softirqs: dict[str, int] = field(default_factory=dict)  # counts summed over CPUs
+    sleeps: int = 0  # this process's voluntary context switches (getrusage ru_nvcsw)
 
 
 def link_counters(intf: str, text: str | None = None) -> tuple[int, int, int, int] | None:
@@ -60,21 +64,25 @@ def link_counters(intf: str, text: str | None = None) -> tuple[int, int, int, in
     return None
 
 
-def proc_times(pid: int) -> tuple[int, int, int] | None:
-    """(runtime ns over every thread, utime ticks, stime ticks) of process ``pid``."""
+def proc_times(pid: int) -> tuple[int, int, int, int] | None:
+    """(runtime ns over every thread, utime ticks, stime ticks, voluntary context switches
+    over every thread) of process ``pid``."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-        ns = 0
+        ns = sleeps = 0
         for task in Path(f"/proc/{pid}/task").iterdir():
             try:
                 ns += int((task / "schedstat").read_text().split()[0])
+                for line in (task / "status").read_text().splitlines():
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        sleeps += int(line.split()[1])
             except (OSError, ValueError, IndexError):
                 pass  # a thread that just ended
     except OSError:
         return None
     # the command name (field 2) may hold spaces: count fields after its closing ')'
     f = stat.rpartition(")")[2].split()
-    return ns, int(f[11]), int(f[12])
+    return ns, int(f[11]), int(f[12]), sleeps
 
 
 def machine_stat(text: str | None = None) -> tuple[int, ...] | None:
@@ -113,7 +121,7 @@ def snapshot(intf: str | None = None, watch: dict[str, int] | None = None,
         t=time.monotonic(), user=ru.ru_utime, sys=ru.ru_stime,
         link=link_counters(intf) if intf else None, procs=procs,
         stat=machine_stat() if machine else None,
-        softirqs=softirq_counts() if machine else {},
+        softirqs=softirq_counts() if machine else {}, sleeps=ru.ru_nvcsw,
     )  # fmt: skip
 
 
@@ -124,16 +132,18 @@ def window(a: Snapshot, b: Snapshot) -> dict[str, float]:
         "wall_ms": (b.t - a.t) * 1e3,
         "user_ms": (b.user - a.user) * 1e3,
         "sys_ms": (b.sys - a.sys) * 1e3,
+        "sleeps": b.sleeps - a.sleeps,
     }
     if a.link and b.link:
         for key, x, y in zip(("rx_packets", "tx_packets", "rx_bytes", "tx_bytes"), a.link,
                              b.link, strict=True):  # fmt: skip
             out[key] = y - x
-    for name, (ns, ut, st) in b.procs.items():
+    for name, (ns, ut, st, sl) in b.procs.items():
         if name in a.procs:
-            ns0, ut0, st0 = a.procs[name]
+            ns0, ut0, st0, sl0 = a.procs[name]
             ticks = (ut - ut0) + (st - st0)
             out[f"{name}_ms"] = (ns - ns0) / 1e6
+            out[f"{name}_sleeps"] = sl - sl0
             # the tick samples only split the precise runtime into user and system
             out[f"{name}_sys_share"] = (st - st0) / ticks if ticks else 0.0
     if a.stat and b.stat:
@@ -156,6 +166,7 @@ def per_call(rank_windows: list[dict[str, float]], calls: int) -> dict[str, floa
     out["cpu_workers_ms"] = sum(own) / c
     out["cpu_worker_max_ms"] = max(own) / c
     out["cpu_workers_sys_ms"] = sum(w["sys_ms"] for w in rank_windows) / c
+    out["sleeps_workers"] = sum(w.get("sleeps", 0) for w in rank_windows) / c
     walls = [w["wall_ms"] for w in rank_windows if w.get("wall_ms")]
     for key in ("rx_packets", "tx_packets"):
         rates = [w[key] / (w["wall_ms"] / 1e3) for w in rank_windows
@@ -169,6 +180,8 @@ def per_call(rank_windows: list[dict[str, float]], calls: int) -> dict[str, floa
     for key, v in first.items():
         if key.endswith("_sys_share"):
             out[f"cpu_{key}"] = v
+        elif key.endswith("_sleeps"):
+            out[f"sleeps_{key[: -len('_sleeps')]}"] = v / c
         elif key.endswith("_ms") and key not in ("wall_ms", "user_ms", "sys_ms"):
             out[f"cpu_{key}"] = v / c
     if "machine_idle_ms" in first and walls:

@@ -224,8 +224,10 @@ def cpu_lines(rows: Sequence[Row]) -> list[str]:
     switch process, the workers together (and their share in the kernel), the machine's
     softirq time (overlapping the two: a softirq is charged to the task it interrupts), the
     busy time nobody of ours accounts for (other load), against the cores' capacity in the
-    same wall time; and the busiest worker link's frames per second each way. CPU times
-    hold on a loaded machine, wall times do not."""
+    same wall time; the busiest worker link's frames per second each way; and how often
+    the switch and the workers slept and were woken (voluntary context switches), each
+    wakeup a cost to the sender that woke them. CPU times hold on a loaded machine, wall
+    times do not."""
     out = []
     for r in by(rows, "p4reduce"):
         x = r.extra
@@ -243,6 +245,9 @@ def cpu_lines(rows: Sequence[Row]) -> list[str]:
         if "link_tx_fps" in x:
             fps = (f"; busiest link {x['link_tx_fps']:,.0f} frames/s up, "
                    f"{x.get('link_rx_fps', 0.0):,.0f} down")  # fmt: skip
+        if "sleeps_switch" in x:
+            fps += (f"; wakeups per call: switch {x['sleeps_switch']:,.0f}, "
+                    f"workers {x.get('sleeps_workers', 0.0):,.0f}")  # fmt: skip
         out.append(f"{rate}, K = {r.k}, {r.workers} workers, CPU ms per call: "
                    + ", ".join(p for p in parts if p) + fps)  # fmt: skip
     return out

@@ -34,11 +34,11 @@ def test_parsers_read_the_kernels_formats() -> None:
 
 def test_window_and_per_call_arithmetic() -> None:
     a = cpu.Snapshot(t=10.0, user=1.0, sys=2.0, link=(0, 0, 0, 0),
-                     procs={"switch": (0, 10, 10)}, stat=(0,) * 8, softirqs={"NET_RX": 5})  # fmt: skip
+                     procs={"switch": (0, 10, 10, 5)}, stat=(0,) * 8, softirqs={"NET_RX": 5})  # fmt: skip
     tick = cpu.TICK
     b = cpu.Snapshot(
         t=10.5, user=1.1, sys=2.3, link=(100, 200, 400, 800),
-        procs={"switch": (200_000_000, 30, 40)},  # 200 ms; 20 user and 30 system ticks
+        procs={"switch": (200_000_000, 30, 40, 105)},  # 200 ms; 20 user and 30 system ticks
         stat=(int(0.3 / tick), 0, int(0.2 / tick), int(0.4 / tick), 0, 0, int(0.1 / tick), 0),
         softirqs={"NET_RX": 25},
     )  # fmt: skip
@@ -47,6 +47,7 @@ def test_window_and_per_call_arithmetic() -> None:
     assert w["user_ms"] == pytest.approx(100.0) and w["sys_ms"] == pytest.approx(300.0)
     assert (w["rx_packets"], w["tx_packets"]) == (100, 200)
     assert w["switch_ms"] == pytest.approx(200.0) and w["switch_sys_share"] == pytest.approx(0.6)
+    assert w["switch_sleeps"] == 100
     assert w["machine_softirq_ms"] == pytest.approx(100.0) and w["softirq_NET_RX"] == 20
     # a second worker that read neither the switch nor the machine
     w2 = cpu.window(cpu.Snapshot(10.0, 0.0, 0.0, (0, 0, 0, 0)),
@@ -54,7 +55,7 @@ def test_window_and_per_call_arithmetic() -> None:
     pc = cpu.per_call([w, w2], calls=2)
     assert pc["cpu_workers_ms"] == pytest.approx((400.0 + 100.0) / 2)
     assert pc["cpu_worker_max_ms"] == pytest.approx(200.0)
-    assert pc["cpu_switch_ms"] == pytest.approx(100.0)
+    assert pc["cpu_switch_ms"] == pytest.approx(100.0) and pc["sleeps_switch"] == 50
     assert pc["link_tx_fps"] == pytest.approx(800.0)  # the busier link: 400 frames in 0.5 s
     busy = (0.3 + 0.2 + 0.1) * 1e3  # user + system + softirq, not idle
     assert pc["cpu_machine_busy_ms"] == pytest.approx(busy / 2, rel=0.05)
@@ -69,6 +70,7 @@ def test_snapshot_of_this_process() -> None:
     b = cpu.snapshot("lo", {"me": os.getpid()}, machine=True)
     w = cpu.window(a, b)
     assert "gone_ms" not in w and w["me_ms"] > 0 and w["user_ms"] + w["sys_ms"] > 0
+    assert w["me_sleeps"] >= 0 and w["sleeps"] >= 0
     assert w["machine_idle_ms"] >= 0 and "rx_packets" in w
 
 
