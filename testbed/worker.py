@@ -7,9 +7,12 @@ It takes its already-bound UDP socket by file descriptor (``--fd``, passed with
 registration service, then runs the plan: a JSON list of items, each
 
     {"elements": M, "dtype": "float32"|"int32", "mode": "dense"|"sparse",
-     "density": 1.0, "seed": 0, "k": 64, "repeat": 1, "warmup": 0, "save": null|"PATH"}
+     "density": 1.0, "seed": 0, "k": 64, "repeat": 1, "warmup": 0, "save": null|"PATH",
+     "group": null|G}
 
-(``{rank}`` in ``save`` is replaced by the worker's rank.)
+(``{rank}`` in ``save`` is replaced by the worker's rank.) Consecutive items with the same
+``group`` run together: one barrier, each item's warm-up, then their timed calls
+interleaved (``item_groups``).
 
 For each item it generates this rank's tensor (``testbed.data.rank_data``), waits at a
 barrier, runs ``warmup`` untimed and ``repeat`` timed all-reduces, saves the last result to
