@@ -62,12 +62,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--k", default="1024")
     p.add_argument("--repeat", type=int, default=30)
     p.add_argument("--elements", type=int, default=None)
+    p.add_argument("--keep", metavar="DIR", help="keep perf.data and the rows in DIR")
     a = p.parse_args(argv)
     if shutil.which("perf") is None:
         print("testbed_profile: error: perf is not installed", file=sys.stderr)
         return 1
     p4reduce = Path(sys.executable).with_name("p4reduce")
-    with tempfile.TemporaryDirectory(prefix="p4r-profile-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="p4r-profile-") as scratch:
+        tmp = a.keep or scratch
+        Path(tmp).mkdir(parents=True, exist_ok=True)
         data = Path(tmp) / "perf.data"
         perf = subprocess.Popen(
             ["perf", "record", "-q", "-k", "CLOCK_MONOTONIC", "-e", "cpu-clock", "-F", "999",
@@ -91,18 +94,11 @@ def main(argv: list[str] | None = None) -> int:
             r for r in map(json.loads, run.stdout.splitlines()) if r["backend"] == "p4reduce"
         )
         t0, t1 = row["cpu_window_start"], row["cpu_window_start"] + row["cpu_window_ms"] / 1e3
-        # the switch: the process whose comm is p4reduce-switch with the most samples then
-        pids = subprocess.run(
-            ["perf", "report", "-i", str(data), "--time", f"{t0:.6f},{t1:.6f}", "--comm",
-             "p4reduce-switch", "--sort", "pid", "--stdio", "--no-children", "-g", "none"],
-            capture_output=True, text=True,
-        ).stdout  # fmt: skip
-        m = re.search(r"^\s+[\d.]+%\s+(\d+):p4reduce-switch", pids, re.M)
-        if m is None:
-            print("testbed_profile: error: no switch samples in the window", file=sys.stderr)
+        if "cpu_switch_pid" not in row:
+            print("testbed_profile: error: the row names no switch process", file=sys.stderr)
             return 1
         rep = subprocess.run(
-            ["perf", "report", "-i", str(data), "--time", f"{t0:.6f},{t1:.6f}", "--pid", m[1],
+            ["perf", "report", "-i", str(data), "--time", f"{t0:.6f},{t1:.6f}", "--pid", str(int(row["cpu_switch_pid"])),
              "--sort", "dso,sym", "--stdio", "--no-children", "-g", "none", "--percentage",
              "relative"], capture_output=True, text=True,
         ).stdout  # fmt: skip

@@ -180,6 +180,8 @@ def per_call(rank_windows: list[dict[str, float]], calls: int) -> dict[str, floa
     for key, v in first.items():
         if key.endswith("_sys_share"):
             out[f"cpu_{key}"] = v
+        elif key.endswith("_pid"):
+            out[f"cpu_{key}"] = v  # which process it was (bench/testbed_profile.py)
         elif key.endswith("_sleeps"):
             out[f"sleeps_{key[: -len('_sleeps')]}"] = v / c
         elif key.endswith("_ms") and key not in ("wall_ms", "user_ms", "sys_ms"):

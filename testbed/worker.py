@@ -155,7 +155,8 @@ def run_plan(
                     }  # fmt: skip
                     if probing and c == repeat - 1:
                         after = cpu.snapshot(probe[0], probe[1], machine=bool(probe[1]))  # type: ignore[index]
-                        line["cpu"] = cpu.window(before, after)
+                        pids = {f"{n}_pid": pid for n, pid in probe[1].items()}  # type: ignore[index]
+                        line["cpu"] = {**cpu.window(before, after), **pids}
                     lines.append(line)
                     if emit is not None:
                         emit(line)

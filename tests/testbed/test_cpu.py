@@ -52,7 +52,8 @@ def test_window_and_per_call_arithmetic() -> None:
     # a second worker that read neither the switch nor the machine
     w2 = cpu.window(cpu.Snapshot(10.0, 0.0, 0.0, (0, 0, 0, 0)),
                     cpu.Snapshot(10.5, 0.05, 0.05, (50, 400, 0, 0)))  # fmt: skip
-    pc = cpu.per_call([w, w2], calls=2)
+    pc = cpu.per_call([{**w, "switch_pid": 4321}, w2], calls=2)
+    assert pc["cpu_switch_pid"] == 4321
     assert pc["cpu_workers_ms"] == pytest.approx((400.0 + 100.0) / 2)
     assert pc["cpu_worker_max_ms"] == pytest.approx(200.0)
     assert pc["cpu_switch_ms"] == pytest.approx(100.0) and pc["sleeps_switch"] == 50
