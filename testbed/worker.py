@@ -7,9 +7,12 @@ It takes its already-bound UDP socket by file descriptor (``--fd``, passed with
 registration service, then runs the plan: a JSON list of items, each
 
     {"elements": M, "dtype": "float32"|"int32", "mode": "dense"|"sparse",
-     "density": 1.0, "seed": 0, "k": 64, "repeat": 1, "warmup": 0, "save": null|"PATH"}
+     "density": 1.0, "seed": 0, "k": 64, "repeat": 1, "warmup": 0, "save": null|"PATH",
+     "group": null|G}
 
-(``{rank}`` in ``save`` is replaced by the worker's rank.)
+(``{rank}`` in ``save`` is replaced by the worker's rank.) Consecutive items with the same
+``group`` run together: one barrier, each item's warm-up, then their timed calls
+interleaved (``item_groups``).
 
 For each item it generates this rank's tensor (``testbed.data.rank_data``), waits at a
 barrier, runs ``warmup`` untimed and ``repeat`` timed all-reduces, saves the last result to
@@ -19,13 +22,18 @@ barrier, runs ``warmup`` untimed and ``repeat`` timed all-reduces, saves the las
 
 ``seconds`` is the wall time of the call measured here; ``stats`` is the session's
 ``last_stats.as_dict()``; ``took`` the mode the call used (``last_mode``: what
-``mode="auto"`` chose). Errors: one line on stderr, exit 1.
+``mode="auto"`` chose). With ``$P4REDUCE_CPU_INTF`` set (the Mininet testbed sets it), the
+last timed call's line of each item also carries ``cpu``: this process's CPU time and its
+data interface's packets over all the item's timed calls (``testbed.cpu.window``); with
+``$P4REDUCE_CPU_WATCH`` (``NAME=PID,...``, rank 0 only) also those processes' CPU time and
+the machine's. Errors: one line on stderr, exit 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import socket
 import sys
 import time
@@ -35,9 +43,25 @@ from typing import Any
 import numpy as np
 
 from ..cli_common import OneLineArgumentParser, rank_main
+from . import cpu
 from .data import rank_data
 
 PROG = "p4reduce-worker"
+CPU_INTF_ENV = "P4REDUCE_CPU_INTF"  # the data interface whose packets a window counts
+CPU_WATCH_ENV = "P4REDUCE_CPU_WATCH"  # NAME=PID,...: processes whose CPU a window reads
+
+
+def cpu_probe() -> tuple[str, dict[str, int]] | None:
+    """(interface, watched processes) from the environment, or None: no CPU windows."""
+    intf = os.environ.get(CPU_INTF_ENV)
+    if not intf:
+        return None
+    watch = {}
+    for part in filter(None, os.environ.get(CPU_WATCH_ENV, "").split(",")):
+        name, _, pid = part.partition("=")
+        if name and pid.isdigit():
+            watch[name] = int(pid)
+    return intf, watch
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -89,40 +113,74 @@ def run_plan(
     from p4reduce.host.api import AllreduceSession
 
     lines: list[dict[str, Any]] = []
+    probe = cpu_probe()
     session = AllreduceSession.join(
         url, job_id, rank, n, sock=sock, bind_ip=bind_ip, mac=mac, switch_port=switch_port,
         slots=slots, timeout=timeout, secret=secret,
     )  # fmt: skip
     try:
-        for i, item in enumerate(plan):
-            density = float(item.get("density", 1.0))
-            x = rank_data(
-                int(item.get("seed", 0)), rank, int(item["elements"]), item["dtype"],
-                density, int(item.get("k", 64)),
-            )  # fmt: skip
-            mode = item.get("mode", "dense")
-            out = np.empty_like(x)
+        for group in item_groups(plan):
+            # each item's tensor and result buffer, then one barrier for the group
+            data = []
+            for i in group:
+                item = plan[i]
+                x = rank_data(
+                    int(item.get("seed", 0)), rank, int(item["elements"]), item["dtype"],
+                    float(item.get("density", 1.0)), int(item.get("k", 64)),
+                )  # fmt: skip
+                data.append((i, item, x, np.empty_like(x)))
             session.barrier()
-            for _ in range(int(item.get("warmup", 0))):
-                session.allreduce(x, op="sum", mode=mode, out=out)
-            for c in range(int(item.get("repeat", 1))):
-                t0 = time.perf_counter()
-                session.allreduce(x, op="sum", mode=mode, out=out)
-                seconds = time.perf_counter() - t0
-                line = {
-                    "rank": rank, "item": i, "call": c, "elements": int(x.size),
-                    "dtype": item["dtype"], "mode": mode, "density": density,
-                    "seconds": seconds, "stats": _stats(session),
-                    "took": getattr(session, "last_mode", None),
-                }  # fmt: skip
-                lines.append(line)
-                if emit is not None:
-                    emit(line)
-            if item.get("save"):
-                np.save(str(item["save"]).format(rank=rank), out)
+            for _, item, x, out in data:
+                for _ in range(int(item.get("warmup", 0))):
+                    session.allreduce(x, op="sum", mode=item.get("mode", "dense"), out=out)
+            repeat = max(int(item.get("repeat", 1)) for _, item, _, _ in data)
+            # a CPU window only for an item timed alone: a group's calls are interleaved
+            probing = probe is not None and len(data) == 1
+            if probing:
+                before = cpu.snapshot(probe[0], probe[1], machine=bool(probe[1]))
+            for c in range(repeat):
+                for i, item, x, out in data:
+                    if c >= int(item.get("repeat", 1)):
+                        continue
+                    mode = item.get("mode", "dense")
+                    t0 = time.perf_counter()
+                    session.allreduce(x, op="sum", mode=mode, out=out)
+                    seconds = time.perf_counter() - t0
+                    line = {
+                        "rank": rank, "item": i, "call": c, "elements": int(x.size),
+                        "dtype": item["dtype"], "mode": mode,
+                        "density": float(item.get("density", 1.0)),
+                        "seconds": seconds, "stats": _stats(session),
+                        "took": getattr(session, "last_mode", None),
+                    }  # fmt: skip
+                    if probing and c == repeat - 1:
+                        after = cpu.snapshot(probe[0], probe[1], machine=bool(probe[1]))  # type: ignore[index]
+                        pids = {f"{n}_pid": pid for n, pid in probe[1].items()}  # type: ignore[index]
+                        line["cpu"] = {**cpu.window(before, after), **pids}
+                    lines.append(line)
+                    if emit is not None:
+                        emit(line)
+            for _, item, _, out in data:
+                if item.get("save"):
+                    np.save(str(item["save"]).format(rank=rank), out)
     finally:
         session.close()
     return lines
+
+
+def item_groups(plan: list[dict[str, Any]]) -> list[list[int]]:
+    """The plan's items in the order they run: consecutive items with the same ``group``
+    (not None) run together, their timed calls interleaved (call 0 of each item, then call
+    1 of each, ...), so that a slow stretch of a loaded machine hits every item of the group
+    alike rather than one of them; every other item alone."""
+    groups: list[list[int]] = []
+    for i, item in enumerate(plan):
+        g = item.get("group")
+        if groups and g is not None and plan[groups[-1][0]].get("group") == g:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    return groups
 
 
 def run(args: argparse.Namespace) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .report import bars, plot
@@ -36,7 +36,7 @@ class Options:
     density: tuple[float, ...] | None = None
     mode: str = "dense"
     dtype: str | None = None
-    repeat: int = 3
+    repeat: int | None = None  # None: the experiment's default (3; sparsity 9)
     warmup: int = 1
     seed: int = 0
     ks: tuple[int, ...] | None = None  # elements per packet; a list for scaling
@@ -65,7 +65,7 @@ class Options:
         gl = None if gloo_items is None else tuple(gloo_items)
         return Point(
             experiment, workers, shape, tuple(items), program=program,
-            gloo_items=gl if self.gloo else (), repeat=self.repeat, warmup=self.warmup,
+            gloo_items=gl if self.gloo else (), repeat=self.repeat or 3, warmup=self.warmup,
             seed=self.seed, k=k, slots=self.slots, retx_ms=self.retx_ms or retx_ms,
             timeout=self.timeout,
         )  # fmt: skip
@@ -203,6 +203,7 @@ def scaling_summary(rows: list[Row]) -> list[str]:
             lines.append(
                 f"  p4reduce's link time (a line-rate switch) {min(links):.0f}..{max(links):.0f} ms"
             )
+    lines += cpu_lines(rows)
     for v in scaling_verdicts(rows):
         rate = f"{v['bw_mbit']:g} Mbit/s" if v["bw_mbit"] else "unshaped"
         if "flat" in v:
@@ -216,6 +217,40 @@ def scaling_summary(rows: list[Row]) -> list[str]:
             lines.append(f"{rate}, K = {v['k']}: p4reduce / gloo at 8 workers = {g:.2f} "
                          f"(target <= {TARGET_GLOO}, ideal 0.57: {ok})")  # fmt: skip
     return lines
+
+
+def cpu_lines(rows: Sequence[Row]) -> list[str]:
+    """Where the CPU went per p4reduce call (testbed/cpu.py), one line per point: the
+    switch process, the workers together (and their share in the kernel), the machine's
+    softirq time (overlapping the two: a softirq is charged to the task it interrupts), the
+    busy time nobody of ours accounts for (other load), against the cores' capacity in the
+    same wall time; the busiest worker link's frames per second each way; and how often
+    the switch and the workers slept and were woken (voluntary context switches), each
+    wakeup a cost to the sender that woke them. CPU times hold on a loaded machine, wall
+    times do not."""
+    out = []
+    for r in by(rows, "p4reduce"):
+        x = r.extra
+        if "cpu_workers_ms" not in x:
+            continue
+        rate = f"{r.bw_mbit:g} Mbit/s" if r.bw_mbit else "unshaped"
+        parts = [f"switch {x['cpu_switch_ms']:.1f}" if "cpu_switch_ms" in x else "",
+                 f"workers {x['cpu_workers_ms']:.1f} "
+                 f"({x['cpu_workers_sys_ms'] / max(x['cpu_workers_ms'], 1e-9):.0%} kernel)"]  # fmt: skip
+        if "cpu_machine_softirq_ms" in x:
+            parts += [f"softirq {x['cpu_machine_softirq_ms']:.1f}",
+                      f"other {max(x['cpu_other_ms'], 0.0):.1f}",
+                      f"of {x['cpu_capacity_ms']:.1f} (all cores)"]  # fmt: skip
+        fps = ""
+        if "link_tx_fps" in x:
+            fps = (f"; busiest link {x['link_tx_fps']:,.0f} frames/s up, "
+                   f"{x.get('link_rx_fps', 0.0):,.0f} down")  # fmt: skip
+        if "sleeps_switch" in x:
+            fps += (f"; wakeups per call: switch {x['sleeps_switch']:,.0f}, "
+                    f"workers {x.get('sleeps_workers', 0.0):,.0f}")  # fmt: skip
+        out.append(f"{rate}, K = {r.k}, {r.workers} workers, CPU ms per call: "
+                   + ", ".join(p for p in parts if p) + fps)  # fmt: skip
+    return out
 
 
 def scaling_figure(rows: list[Row], path: Path, title: str) -> None:
@@ -287,6 +322,8 @@ def loss_figure(rows: list[Row], path: Path, title: str) -> None:
 DENSITIES = (0.001, 0.01, 0.03, 0.1, 0.3, 1.0)
 SPARSE_K = 256
 AUTO_SLACK = 1.10  # mode="auto" must be within 10 % of the fastest path
+SPARSITY_REPEAT = 9  # timed calls per path and density unless --repeat: the medians of 3
+# calls were up to 11 % apart for two paths sending the same packets (docs/results.md)
 PATH_NAMES = {("p4reduce", "sparse"): "p4reduce sparse", ("p4reduce", "dense"): "p4reduce dense",
               ("p4reduce", "auto"): "p4reduce auto", ("gloo", "agsparse"): "AGsparse (gloo)",
               ("gloo", "ring"): "gloo ring (dense)"}  # fmt: skip
@@ -299,12 +336,16 @@ def sparsity_points(o: Options) -> list[Point]:
     m = o.elements or 131_072
     dt = o.dtype or "float32"
     ds = o.density or DENSITIES
-    items = [Item(m, dt, mode, d) for d in ds for mode in ("sparse", "dense", "auto")]
+    # the three p4reduce paths of a density run interleaved (one group): a slow stretch of
+    # the shared machine then hits all three alike, not the one that happened to run then
+    items = [Item(m, dt, mode, d, group=j) for j, d in enumerate(ds)
+             for mode in ("sparse", "dense", "auto")]  # fmt: skip
     gl = [Item(m, dt, "agsparse", d) for d in ds]
     gl += [Item(m, dt, "ring", d) for d in sorted({min(ds), max(ds)})]
     loss = (o.loss or (0.0,))[0]
-    return [o.point("sparsity", n, o.shape(loss), items, program="sparse", gloo_items=gl,
-                    k=o.k(SPARSE_K))]  # fmt: skip
+    point = o.point("sparsity", n, o.shape(loss), items, program="sparse", gloo_items=gl,
+                    k=o.k(SPARSE_K))  # fmt: skip
+    return [replace(point, repeat=o.repeat or SPARSITY_REPEAT)]
 
 
 def path_name(r: Row) -> str:

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import cpu
 from ..data import Checker, rank_data
 from ..local import StackError, WorkerResult
 from .stack import LinkShape, MininetStack, data_link_mtu, make_workdir
@@ -48,6 +49,7 @@ class Item:
     dtype: str = "float32"
     mode: str = "dense"  # p4reduce's mode; gloo ignores it
     density: float = 1.0
+    group: int | None = None  # consecutive items of one group run interleaved (worker.py)
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,7 @@ def plan_for(
             "dtype": it.dtype,
             "mode": it.mode,
             "density": it.density,
+            "group": it.group,
             "seed": point.seed,
             "k": point.k,
             "repeat": point.repeat,
@@ -236,6 +239,13 @@ def rows_for(
         took = sorted({str(ln.get("took")) for ln in calls[-1]})  # the saved call's mode
         ok, err = check_results(point, item, paths, backend, took[0] if took != ["None"] else None)
         ok = ok and len(took) == 1  # every worker took the same path
+        # each worker's CPU window over the timed calls, on its last line (rank 0 first:
+        # it also read the switch and the machine)
+        windows = [ln["cpu"] for ln in sorted(calls[-1], key=lambda ln: ln["rank"]) if "cpu" in ln]
+        extra: dict[str, Any] = {
+            "retx_ms": (point.retx_ms or SERVICE_RETX_MS) if backend == "p4reduce" else None
+        }
+        extra.update(cpu.per_call(windows, point.repeat))
         rows.append(
             Row(
                 experiment=point.experiment,
@@ -261,9 +271,7 @@ def rows_for(
                 retransmissions=statistics.mean(retx),
                 ok=ok,
                 max_abs_error=err,
-                extra={
-                    "retx_ms": (point.retx_ms or SERVICE_RETX_MS) if backend == "p4reduce" else None
-                },
+                extra=extra,
             )  # fmt: skip
         )
     return rows

@@ -51,6 +51,7 @@ from ..local import (
     stop_signals_held,
     terminate,
 )
+from ..worker import CPU_INTF_ENV, CPU_WATCH_ENV
 from . import topology
 from .switches import SwitchKind, accepts
 
@@ -402,8 +403,20 @@ class MininetStack:
                 "--switch-port", str(h.switch_port), "--slots", str(self.slots),
                 "--timeout", f"{timeout:g}", "--jobs", json.dumps(mine),
             ]  # fmt: skip
-            procs.append(self.spawn_in(h, f"p4reduce{self._seq}-{i}", args, env=env))
+            procs.append(
+                self.spawn_in(
+                    h, f"p4reduce{self._seq}-{i}", args, env={**env, **self._cpu_env(i, h)}
+                )
+            )
         return procs
+
+    def _cpu_env(self, i: int, h: Host) -> dict[str, str]:
+        """Where host i's worker reads its CPU windows (``testbed.cpu``): its data interface;
+        rank 0 also the switch process and the machine."""
+        env = {CPU_INTF_ENV: h.intf}
+        if i == 0 and self.switch is not None:
+            env[CPU_WATCH_ENV] = f"switch={self.switch.pid}"
+        return env
 
     def spawn_gloo(
         self, plan: Sequence[dict[str, Any]], *, port: int = 29500, timeout: float = 120.0,

@@ -37,7 +37,7 @@ def tenant_points(opts: Options, n: int) -> dict[int, Point]:
     half = n // 2
     item = Item(opts.elements or 65_536, "float32", "dense")
     base = opts.point("tenants", half, opts.shape(), [item], k=opts.k(TENANTS_K))
-    return {job: replace(base, seed=job, repeat=max(opts.repeat, 5), gloo_items=())
+    return {job: replace(base, seed=job, repeat=max(opts.repeat or 3, 5), gloo_items=())
             for job in (1, 2)}  # fmt: skip
 
 

@@ -128,6 +128,14 @@ def test_scaling_targets_per_series() -> None:
     text = "\n".join(ex.scaling_summary(rows))
     assert "p4reduce(8) / p4reduce(2) = 1.10 (target <= 1.15: met)" in text
     assert "p4reduce / gloo at 8 workers = 1.50 (target <= 0.65, ideal 0.57: MISSED)" in text
+    # the CPU per call, where the workers measured it
+    rows[1].extra.update(cpu_workers_ms=80.0, cpu_workers_sys_ms=60.0, cpu_switch_ms=90.0,
+                         cpu_machine_softirq_ms=50.0, cpu_other_ms=-1.0, cpu_capacity_ms=220.0,
+                         link_tx_fps=1500.0, link_rx_fps=1400.0)  # fmt: skip
+    assert ex.cpu_lines(rows) == [
+        "10 Mbit/s, K = 256, 8 workers, CPU ms per call: switch 90.0, workers 80.0 (75% kernel), "
+        "softirq 50.0, other 0.0, of 220.0 (all cores); busiest link 1,500 frames/s up, "
+        "1,400 down"]  # fmt: skip
 
 
 def test_standard_scaling_points() -> None:
@@ -143,6 +151,17 @@ def test_standard_scaling_points() -> None:
     pts = ex.scaling_points(ex.Options(workers=(2, 3), bws=(100.0,), ks=(64, 256)))
     assert [(p.shape.bw, p.k, p.workers) for p in pts] == [
         (100.0, 64, 2), (100.0, 64, 3), (100.0, 256, 2), (100.0, 256, 3)]  # fmt: skip
+
+
+def test_sparsity_points_interleave_the_paths_of_a_density() -> None:
+    (pt,) = ex.sparsity_points(ex.Options(density=(0.01, 1.0)))
+    assert pt.repeat == ex.SPARSITY_REPEAT  # the default; --repeat replaces it
+    assert ex.sparsity_points(ex.Options(density=(0.01,), repeat=2))[0].repeat == 2
+    # one group per density: sparse, dense and auto of that density, consecutive
+    assert [(it.group, it.mode, it.density) for it in pt.items] == [
+        (0, "sparse", 0.01), (0, "dense", 0.01), (0, "auto", 0.01),
+        (1, "sparse", 1.0), (1, "dense", 1.0), (1, "auto", 1.0)]  # fmt: skip
+    assert {it.group for it in pt.gloo_items or ()} == {None}
 
 
 def test_figure_titles_wrap_at_conditions() -> None:
@@ -189,6 +208,11 @@ def test_small_scaling_is_right_and_leaves_nothing(tmp_path: Path) -> None:
     assert [(x["backend"], x["workers"]) for x in rows] == [
         ("p4reduce", 2), ("gloo", 2), ("p4reduce", 3), ("gloo", 3)]  # fmt: skip
     assert all(x["ok"] and x["k"] == 256 and x["mtu"] == 1500 and x["link_ms"] for x in rows)
+    # where the CPU went (testbed/cpu.py): the workers', the switch's, the machine's
+    for x in rows:
+        if x["backend"] == "p4reduce":
+            assert x["cpu_workers_ms"] > 0 and x["cpu_switch_ms"] > 0, x
+            assert x["cpu_capacity_ms"] > 0 and x["link_tx_fps"] > 0, x
     assert (tmp_path / "scaling.png").stat().st_size > 0
     assert leftovers() == []
 
