@@ -1,4 +1,4 @@
-"""The native protocol core (host/_engine_c.c) against the Python core, the specification.
+"""The native protocol core (host/_engine/) against the Python core, the specification.
 
 - Differential: both cores of every worker get the same events (from the simulator, over
   a lossy, duplicating, reordering network and the model switch, with garbled results
@@ -303,12 +303,32 @@ _ASAN_SCRIPT = textwrap.dedent(
     r = Reflector(drop_every=5).start()
     retry = RetryPolicy(initial_timeout=0.01, max_timeout=0.05, give_up_after=30)
     for msg_type in (1, 2):
-        ses = Session(rank=0, n=1, job_id=9, job_key=7, slots=8, msg_type=msg_type,
-                      retry=retry, engine="native")
-        x = t.np.arange(30_000, dtype=t.np.int32)
-        with UdpTransport(r.address) as tr:
-            end = run_call(ses.allreduce(x), tr)
-        assert isinstance(end, Done) and t.np.array_equal(end.result, x)
+        for threads in (1, 2, 3):  # one driver thread, and several over slot ranges
+            for dtype in (t.np.int32, t.np.float32):
+                ses = Session(rank=0, n=1, job_id=9, job_key=7, slots=8, msg_type=msg_type,
+                              retry=retry, engine="native", threads=threads)
+                x = (t.np.arange(30_000) % 977 - 400).astype(dtype)
+                with UdpTransport(r.address) as tr:
+                    end = run_call(ses.allreduce(x), tr)
+                assert isinstance(end, Done) and t.np.array_equal(end.result, x)
+    r.stop()
+    # several threads: a timeout (nothing answers), then resume against a reflector
+    from p4reduce.host.protocol import Failed
+    quick = RetryPolicy(initial_timeout=0.01, max_timeout=0.02, give_up_after=0.1)
+    ses = Session(rank=0, n=1, job_id=9, job_key=7, slots=8, retry=quick, engine="native",
+                  threads=2)
+    x = t.np.arange(3_000, dtype=t.np.float32)
+    r = Reflector().start()
+    import socket
+    silent = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    silent.bind(("127.0.0.1", 0))
+    with UdpTransport(silent.getsockname()) as tr:
+        call = ses.allreduce(x)
+        assert isinstance(run_call(call, tr), Failed)
+    with UdpTransport(r.address) as tr:
+        end = run_call(call, tr, resume=True)
+    assert isinstance(end, Done) and t.np.array_equal(end.result, x)
+    silent.close()
     r.stop()
     print("sanitized run ok")
     """
@@ -331,11 +351,11 @@ def test_under_address_and_undefined_behaviour_sanitizers(tmp_path: Path) -> Non
         pytest.skip("no C compiler with libasan on this machine")
     so = tmp_path / "_engine_c_asan.so"
     inc = sysconfig.get_paths()["include"]
+    sources = [str(p) for p in sorted((ROOT / "host" / "_engine").glob("*.c"))]
     subprocess.run(
         ["cc", "-shared", "-fPIC", "-O1", "-g", "-ffp-contract=off", "-fno-strict-aliasing",
          "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
-         "-fno-omit-frame-pointer", f"-I{inc}", str(ROOT / "host" / "_engine_c.c"),
-         "-o", str(so)],
+         "-fno-omit-frame-pointer", "-pthread", f"-I{inc}", *sources, "-o", str(so)],
         check=True, capture_output=True, timeout=300,
     )  # fmt: skip
     env = os.environ | {
