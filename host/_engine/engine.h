@@ -148,6 +148,7 @@ HIDDEN int ev_start(Core *c, double now, Sink *k);
 HIDDEN int ev_packet(Core *c, const uint8_t *d, Py_ssize_t len, double now, Sink *k);
 HIDDEN int ev_timer(Core *c, double now, Sink *k);
 HIDDEN int ev_resume(Core *c, double now, Sink *k);
+HIDDEN int ev_fail_check(Core *c, double now, Sink *k);
 HIDDEN int next_deadline(Core *c, double *out);
 HIDDEN int append_steal(PyObject *acts, PyObject *item);
 

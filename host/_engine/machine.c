@@ -476,6 +476,34 @@ HIDDEN int ev_timer(Core *c, double now, Sink *k)
     return close_acts(c, k);
 }
 
+/* One of several cores of a call (threads.c): another core's slot gave up at `now`, which
+   fails the whole call. This core fails with it, marking its own slots that were due and
+   stuck by then, so the call names the stuck slots one core running every slot would
+   (that core fails on the first timer that finds a stuck slot, marking every due one). */
+HIDDEN int ev_fail_check(Core *c, double now, Sink *k)
+{
+    if (c->state != ST_RUNNING)
+        return 0;
+    Py_ssize_t nstuck = 0;
+    memset(c->stuck, 0, (size_t)(c->active ? c->active : 1));
+    for (Py_ssize_t i = 0; i < c->heap_len; i++) {
+        const TimerEntry *t = &c->heap[i];
+        Py_ssize_t s = t->slot;
+        if (t->deadline <= now && t->version == c->version[s] && c->pkt_len[s] &&
+            !c->stuck[s] && stuck_now(c, s, now)) {
+            c->stuck[s] = 1;
+            nstuck += 1;
+        }
+    }
+    if (!nstuck)
+        return 0;
+    c->state = ST_FAILED;
+    if (stop(c, k) < 0)
+        return -1;
+    k->ended = END_TIMEOUT;
+    return 0;
+}
+
 HIDDEN int ev_resume(Core *c, double now, Sink *k)
 {
     c->state = ST_RUNNING;

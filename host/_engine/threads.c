@@ -64,6 +64,10 @@ struct Group {
     Worker *w;
     int stop;         /* atomic: a core failed or broke, or out of memory */
     int open;         /* atomic: cores not done */
+    double t0;        /* the clock at the start: every core's start or resume time */
+    pthread_mutex_t fail_lock;  /* guards failed and fail_time */
+    int failed;       /* a core's slot gave up, at fail_time */
+    double fail_time;
 };
 
 static int load(const int *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
@@ -224,7 +228,9 @@ static void *work(void *arg)
         if (!rbuf)
             rc = -1;
     }
-    double now = mono();
+    /* one start time for every core, as one core starts every slot at one `now`: the
+       slots' deadlines, and so the moment they give up, are the same in every thread */
+    double now = g->t0;
     if (rc == 0 && g->mode == 0)
         rc = ev_start(c, now, &w->k);
     else if (rc == 0 && g->mode == 1 && (c->state == ST_FAILED || c->state == ST_RUNNING))
@@ -259,9 +265,26 @@ static void *work(void *arg)
             now = mono();
             if (now >= c->last_deadline) {
                 rc = ev_timer(c, now, &w->k);
+                if (rc == 0 && w->k.ended == END_TIMEOUT) {
+                    pthread_mutex_lock(&g->fail_lock);
+                    if (!g->failed) {
+                        g->failed = 1;
+                        g->fail_time = now;
+                    }
+                    pthread_mutex_unlock(&g->fail_lock);
+                }
                 note_end(w);
             }
         }
+    }
+    if (rc == 0 && c->state == ST_RUNNING) {
+        /* stopped by another core's timeout: fail too, with the slots stuck by then */
+        pthread_mutex_lock(&g->fail_lock);
+        int failed = g->failed;
+        double when = g->fail_time;
+        pthread_mutex_unlock(&g->fail_lock);
+        if (failed)
+            rc = ev_fail_check(c, when, &w->k);
     }
     if (rc == 0)
         flush_queue(c, g->fd, &w->io); /* best effort, as the one-thread driver */
@@ -290,7 +313,9 @@ HIDDEN int drive_group(Core **cores, int nthreads, int fd, int mode, double budg
     g.fd = fd;
     g.mode = mode;
     g.nthreads = nthreads;
-    g.until = mono() + budget;
+    g.t0 = mono();
+    g.until = g.t0 + budget;
+    pthread_mutex_init(&g.fail_lock, NULL);
     g.cap = cores[0]->pkt_cap + 1; /* a longer datagram comes back truncated: malformed */
     g.w = PyMem_RawCalloc((size_t)nthreads, sizeof *g.w);
     if (!g.w)
@@ -348,5 +373,6 @@ HIDDEN int drive_group(Core **cores, int nthreads, int fd, int mode, double budg
         free_packets(&w->spare);
     }
     PyMem_RawFree(g.w);
+    pthread_mutex_destroy(&g.fail_lock);
     return rc;
 }
