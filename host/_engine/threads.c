@@ -295,6 +295,36 @@ static void *work(void *arg)
     return NULL;
 }
 
+/* After every thread returned: a run that ended on its budget (the call goes on in the
+   next run) may have left results that thread 0 routed to a thread after that thread's
+   last look at its inbox. They are run now, on the calling thread, in their order, and
+   what they queue is sent, so that no result read from the socket is lost between runs
+   (a lost one would cost its slot a retransmission). After a timeout or a protocol error
+   they are dropped, as the one-thread driver drops the rest of its batch. */
+static int leftovers(Group *g)
+{
+    for (int t = 0; t < g->nthreads; t++) {
+        int st = g->w[t].c->state;
+        if (st == ST_FAILED || st == ST_BROKEN)
+            return 0;
+    }
+    for (int t = 0; t < g->nthreads; t++) {
+        Worker *w = &g->w[t];
+        if (w->rc < 0)
+            return -1;
+        Packets *p = &w->inbox;
+        double now = mono();
+        int rc = 0;
+        for (Py_ssize_t i = 0; i < p->len && rc == 0; i++)
+            rc = ev_packet(w->c, p->buf + i * g->cap, p->lens[i], now, &w->k);
+        p->len = 0;
+        if (rc < 0)
+            return -1;
+        flush_queue(w->c, g->fd, &w->io);
+    }
+    return 0;
+}
+
 static void free_packets(Packets *p)
 {
     PyMem_RawFree(p->buf);
@@ -350,10 +380,13 @@ HIDDEN int drive_group(Core **cores, int nthreads, int fd, int mode, double budg
     }
     if (rc == 0)
         work(&g.w[0]);
+    for (int t = 1; t < nthreads; t++)
+        if (g.w[t].started)
+            pthread_join(g.w[t].th, NULL);
+    if (rc == 0)
+        rc = leftovers(&g);
     for (int t = 0; t < nthreads; t++) {
         Worker *w = &g.w[t];
-        if (w->started)
-            pthread_join(w->th, NULL);
         if (w->rc < 0)
             rc = -1;
         if (w->os_error && !*os_error)

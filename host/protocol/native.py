@@ -1,6 +1,6 @@
 """The native protocol core: ``NativeDenseCall`` and ``NativeSparseCall`` run the per-event
 work of a call (result parsing and filtering, quantizing the next block, building packets,
-timers) in C (``host/_engine_c.c``), with the same events and the same actions as the
+timers) in C (``host/_engine/``), with the same events and the same actions as the
 Python core, which stays the specification.
 
 Each is the Python call class itself (so the vectorised per-call set-up, the block
