@@ -10,14 +10,15 @@
    on the rank's one socket (sendmmsg from several threads is safe; the order that the
    switch needs, one slot's packets in order, is a per-slot order and so a per-thread one).
 
-   The socket has one reader, thread 0 (the caller's thread): a rank registers one
-   address, so every result arrives on that socket. Thread 0 reads every ready datagram
-   with recvmmsg, runs the core on its own slots' results, and hands each other result to
-   its slot's thread through that thread's inbox (a mutex-guarded list of packets and an
-   eventfd to wake it), whatever it is (a datagram too short to name a slot, or naming a
-   slot no core owns, is thread 0's: core 0 counts it as the one core would). The inbox
-   is swapped out whole under the lock, so the lock is held for a memcpy per packet on
-   one side and a pointer swap on the other.
+   A rank registers one address, so every result arrives on that one socket. Its main
+   reader is thread 0 (the caller's thread): it reads every ready datagram with recvmmsg,
+   runs the core on its own slots' results, and hands each other result to its slot's
+   thread through that thread's inbox (a mutex-guarded list of packets and an eventfd to
+   wake it), whatever it is (a datagram too short to name a slot, or naming a slot no core
+   owns, is thread 0's: core 0 counts it as the one core would). The other threads wait on
+   their eventfd, and read the socket themselves (routing alike) only when one of their
+   timers is due. The inbox is swapped out whole under the lock, so the lock is held for a
+   memcpy per packet on one side and a pointer swap on the other.
 
    The call ends when every core is done, or when one fails (a stuck slot: timeout) or
    breaks (a protocol error): then every thread stops, as the one core stops all its
@@ -170,8 +171,11 @@ static int drain_inbox(Worker *w)
     return rc;
 }
 
-/* Thread 0's receive: every ready datagram, its own slots' ones to its core, the others
-   to their threads. */
+/* Every ready datagram: this thread's slots' ones to its core, the others to their
+   threads. Thread 0 does it whenever the socket is readable; another thread only before
+   it runs its own due timers, so that a result already in the socket is never taken for
+   a lost one because thread 0 was not on a CPU (the one-thread driver too reads what is
+   ready before it runs its timers). */
 static int receive(Worker *w, uint8_t *rbuf)
 {
     Group *g = w->g;
@@ -199,7 +203,7 @@ static int receive(Worker *w, uint8_t *rbuf)
         w->io.bytes_received += len;
         int t = len >= HEADER_BYTES ? owner(g, (Py_ssize_t)((((uint32_t)d[4] << 8) | d[5]) & 0x7FFF))
                                     : 0;
-        if (t == 0) {
+        if (t == w->t) {
             rc = ev_packet(w->c, d, len, now, &w->k);
             note_end(w);
             continue;
@@ -210,7 +214,7 @@ static int receive(Worker *w, uint8_t *rbuf)
         else if (rr)
             wake_mask[t] = 1;
     }
-    for (int t = 1; t < g->nthreads; t++)
+    for (int t = 0; t < g->nthreads; t++)
         if (wake_mask[t])
             wake(&g->w[t]);
     return rc;
@@ -223,11 +227,9 @@ static void *work(void *arg)
     Core *c = w->c;
     uint8_t *rbuf = NULL;
     int rc = 0;
-    if (w->t == 0) {
-        rbuf = PyMem_RawMalloc((size_t)(BATCH * g->cap));
-        if (!rbuf)
-            rc = -1;
-    }
+    rbuf = PyMem_RawMalloc((size_t)(BATCH * g->cap));
+    if (!rbuf)
+        rc = -1;
     /* one start time for every core, as one core starts every slot at one `now`: the
        slots' deadlines, and so the moment they give up, are the same in every thread */
     double now = g->t0;
@@ -261,9 +263,13 @@ static void *work(void *arg)
             rc = drain_inbox(w);
         if (rc == 0 && pr > 0 && w->t == 0 && (p[1].revents & (POLLIN | POLLERR)))
             rc = receive(w, rbuf);
-        if (rc == 0 && running(w) && c->state == ST_RUNNING && c->has_last) {
+        if (rc == 0 && running(w) && c->state == ST_RUNNING && c->has_last &&
+            mono() >= c->last_deadline) {
+            if (w->t != 0) /* what is ready first: this thread's results, routed or not */
+                rc = drain_inbox(w) < 0 || receive(w, rbuf) < 0 ? -1 : 0;
             now = mono();
-            if (now >= c->last_deadline) {
+            if (rc == 0 && running(w) && c->state == ST_RUNNING && c->has_last &&
+                now >= c->last_deadline) {
                 rc = ev_timer(c, now, &w->k);
                 if (rc == 0 && w->k.ended == END_TIMEOUT) {
                     pthread_mutex_lock(&g->fail_lock);
