@@ -7,6 +7,8 @@ resumed call completes. Small sizes: a few thousand elements over 8 slots."""
 
 from __future__ import annotations
 
+import random
+import selectors
 import time
 
 import numpy as np
@@ -16,7 +18,7 @@ from p4reduce.host import AllreduceSession, AllreduceTimeout, RetryPolicy, UdpTr
 from p4reduce.host.protocol import Done, Session, native
 from p4reduce.host.quantize import to_blocks
 from p4reduce.host.wire import MSG_DENSE, MSG_SPARSE
-from reflector import Reflector
+from reflector import Reflector, answer
 from stack import K, check, on_all
 
 _engine_c = native._C
@@ -247,5 +249,77 @@ def test_runs_ending_on_their_budget_lose_no_result() -> None:
                         break
             assert isinstance(end, Done) and np.array_equal(end.result, x)
             assert end.stats.retransmissions == 0 and runs > 1
+    finally:
+        refl.stop()
+
+
+class MessyReflector(Reflector):
+    """The reflector with a messy way back: each result is lost, sent twice, or held back
+    and sent later behind others (reordered), at random (the way up stays in order, as the
+    switch needs)."""
+
+    def __init__(self, seed: int, lose: float = 0.05, dup: float = 0.2, hold: float = 0.3):
+        super().__init__()
+        self.rng = random.Random(seed)
+        self.lose, self.dup, self.hold = lose, dup, hold
+
+    def run(self) -> None:
+        sel = selectors.DefaultSelector()
+        sel.register(self.sock, selectors.EVENT_READ)
+        held: list[tuple[bytes, object]] = []
+        rng = self.rng
+        try:
+            while not self._stop.is_set():
+                ready = sel.select(0.002)
+                while ready:
+                    try:
+                        data, peer = self.sock.recvfrom(65536)
+                    except BlockingIOError:
+                        break
+                    r = rng.random()
+                    if r < self.lose:
+                        continue
+                    out = [answer(data)] * (2 if r < self.lose + self.dup else 1)
+                    if rng.random() < self.hold:
+                        held += [(a, peer) for a in out]
+                        continue
+                    for a in out:
+                        self.sock.sendto(a, peer)
+                # some held results go now, in a random order; all of them when idle
+                rng.shuffle(held)
+                cut = rng.randint(0, len(held)) if ready else len(held)
+                batch, held = held[:cut], held[cut:]
+                for a, peer in batch:
+                    self.sock.sendto(a, peer)
+        except OSError:
+            pass
+        finally:
+            sel.close()
+
+
+@pytest.mark.parametrize("msg_type", [MSG_DENSE, MSG_SPARSE])
+def test_results_lost_duplicated_and_reordered(msg_type: int) -> None:
+    """Results lost (5 %), duplicated (20 %) and held back behind later ones (30 %): with
+    1, 2 and 4 threads every call is exact, with NaN/±Inf blocks too, and the duplicates
+    are counted and dropped."""
+    retry = RetryPolicy(initial_timeout=0.02, max_timeout=0.1, give_up_after=20.0)
+    refl = MessyReflector(seed=msg_type).start()
+    try:
+        for threads in (1, 2, 4):
+            for dtype in (np.float32, np.int32):
+                ses = Session(rank=0, n=1, job_id=9, job_key=KEY, slots=16, msg_type=msg_type,
+                              retry=retry, engine="native", threads=threads)  # fmt: skip
+                x = (np.arange(8_000) % 613 - 200).astype(dtype)
+                x[3000:4000] = 0
+                if dtype == np.float32:
+                    x[5 * K + 3] = np.nan  # slot 5's block: NaN comes back whole
+                with UdpTransport(refl.address) as tr:
+                    end = run_call(ses.allreduce(x), tr)
+                assert isinstance(end, Done), end
+                want = x.copy()
+                if dtype == np.float32:
+                    want[5 * K : 6 * K] = np.nan
+                np.testing.assert_array_equal(end.result, want)
+                assert end.stats.duplicates > 0
     finally:
         refl.stop()
