@@ -10,12 +10,13 @@ from __future__ import annotations
 import random
 import selectors
 import time
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 from conftest import Jobs
 from p4reduce.host import AllreduceSession, AllreduceTimeout, RetryPolicy, UdpTransport, run_call
-from p4reduce.host.protocol import Done, Session, native
+from p4reduce.host.protocol import Done, Failed, ProtocolError, Session, SessionBusy, native
 from p4reduce.host.quantize import to_blocks
 from p4reduce.host.wire import MSG_DENSE, MSG_SPARSE
 from reflector import Reflector, answer
@@ -258,10 +259,18 @@ class MessyReflector(Reflector):
     and sent later behind others (reordered), at random (the way up stays in order, as the
     switch needs)."""
 
-    def __init__(self, seed: int, lose: float = 0.05, dup: float = 0.2, hold: float = 0.3):
+    def __init__(
+        self,
+        seed: int,
+        lose: float = 0.05,
+        dup: float = 0.2,
+        hold: float = 0.3,
+        change: Callable[[bytes], bytes] = answer,
+    ) -> None:
         super().__init__()
         self.rng = random.Random(seed)
         self.lose, self.dup, self.hold = lose, dup, hold
+        self.change = change
 
     def run(self) -> None:
         sel = selectors.DefaultSelector()
@@ -279,7 +288,7 @@ class MessyReflector(Reflector):
                     r = rng.random()
                     if r < self.lose:
                         continue
-                    out = [answer(data)] * (2 if r < self.lose + self.dup else 1)
+                    out = [self.change(data)] * (2 if r < self.lose + self.dup else 1)
                     if rng.random() < self.hold:
                         held += [(a, peer) for a in out]
                         continue
@@ -321,5 +330,31 @@ def test_results_lost_duplicated_and_reordered(msg_type: int) -> None:
                     want[5 * K : 6 * K] = np.nan
                 np.testing.assert_array_equal(end.result, want)
                 assert end.stats.duplicates > 0
+    finally:
+        refl.stop()
+
+
+def test_a_protocol_error_in_one_thread_breaks_the_call() -> None:
+    """Results announcing an exponent for a block past the end (as when the workers
+    disagree on the size): the thread that meets it breaks the call, every thread stops,
+    the call is broken and the session refuses the next one, as with one thread."""
+
+    def bad_exponent(data: bytes) -> bytes:
+        a = answer(data)
+        return a[:6] + bytes([140]) + a[7:]  # every result: agreed exponent 140
+
+    refl = MessyReflector(seed=1, lose=0, dup=0, hold=0, change=bad_exponent).start()
+    try:
+        for threads in (1, 2, 4):
+            ses = Session(rank=0, n=1, job_id=9, job_key=KEY, slots=8, engine="native",
+                          threads=threads)  # fmt: skip
+            with UdpTransport(refl.address) as tr:
+                call = ses.allreduce(np.ones(20 * K, dtype=np.float32))
+                end = run_call(call, tr)
+            assert isinstance(end, Failed) and isinstance(end.error, ProtocolError), end
+            assert "disagree on the tensor's size" in str(end.error)
+            assert call.state == "broken"
+            with pytest.raises(SessionBusy, match="broken"):
+                ses.allreduce(np.ones(K, dtype=np.float32))
     finally:
         refl.stop()
