@@ -1,6 +1,7 @@
 """The compiled part of p4reduce; everything else is declared in pyproject.toml.
 
-host/_engine_c.c is the protocol core of one call in C (host/protocol/native.py).
+host/_engine/*.c is the protocol core of one call in C and its driver loop
+(host/protocol/native.py; host/_engine/engine.h says which file does what).
 switch/native/_batch.c is the native switch engine's in-process packet path (engine.py).
 host/_quantize_c.c is a fused quantize/dequantize kernel, bit-identical to the numpy code
 in host/quantize.py, which falls back to that code when the module is missing. Its
@@ -12,13 +13,26 @@ float32 results over its int32 input, so no strict-aliasing assumptions either.
 from setuptools import Extension, setup
 
 FLAGS = ["-O3", "-ffp-contract=off", "-fno-strict-aliasing"]
+# the native engine's files (host/_engine/engine.h): one extension module
+ENGINE_FILES = ("machine", "lanes", "driver", "threads", "module")
 
 setup(
     ext_modules=[
-        Extension("p4reduce.host._quantize_c", ["host/_quantize_c.c"], extra_compile_args=FLAGS),
+        Extension(
+            "p4reduce.host._quantize_c",
+            ["host/_quantize_c.c"],
+            depends=["host/_simd.h"],
+            extra_compile_args=FLAGS,
+        ),
         # the native protocol core (host/protocol/native.py): it quantizes as quantize_row
-        # does, so the same floating-point rules apply
-        Extension("p4reduce.host._engine_c", ["host/_engine_c.c"], extra_compile_args=FLAGS),
+        # does, so the same floating-point rules apply; its driver runs pthreads
+        Extension(
+            "p4reduce.host._engine_c",
+            [f"host/_engine/{f}.c" for f in ENGINE_FILES],
+            depends=["host/_engine/engine.h", "host/_simd.h"],
+            extra_compile_args=[*FLAGS, "-pthread"],
+            extra_link_args=["-pthread"],
+        ),
         # the in-process packet path of the native switch engine (switch/native/engine.py):
         # no floating point, so plain -O2
         Extension(

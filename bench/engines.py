@@ -36,7 +36,7 @@ from p4reduce.testbed.local import LocalStack, StackError
 ROOT = Path(__file__).resolve().parents[1]
 ENGINES = ("native", "python")
 # the host figure's: "native baseline" is the native engine with the baseline (non-AVX2)
-# copy of its lane loops (host/_engine_c.c's use_avx2), to show what AVX2 gives
+# copy of its lane loops (host/_engine/lanes.c, use_avx2), to show what AVX2 gives
 HOST_ENGINES = ("native", "native baseline", "python")
 
 

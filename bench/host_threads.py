@@ -1,28 +1,35 @@
-"""What several native driver threads could give one worker, at most: T native sessions,
-each with its own socket, its own C reflector (bench/c/reflector.c, one peer) and 1/T of
-the slots (the window stays the job's), each all-reducing 1/T of the tensor in its own
-thread (the driver releases the GIL), against one thread doing the whole tensor with all
-the slots, in the same run. The T reflector processes also share the work of the other
-side, so the figure is an upper bound of what threads in the driver could give. Prints the best wall time of ``--repeat``
-runs per T, the process's CPU time, and the speed-up over T = 1 (docs/host.md, "Several
-driver threads").
+"""Several native driver threads per call (``threads=``, docs/host.md, "Several driver
+threads"): the same all-reduce with threads = 1, 2, 4 in the same run, the thread counts
+interleaved call by call so that the machine's load falls on each alike; each figure is
+the median of ``--repeat`` calls and its ratio to threads = 1's (speed-up = t1 / tT).
 
-    python bench/host_threads.py [--elements 4000000] [--k 64,1024] [--threads 1,2,4]
-        [--slots 64] [--repeat 3]
+- ``switch`` (the default): ``--workers`` worker threads of this process, each an
+  ``AllreduceSession`` with that many driver threads, all-reducing ``--elements`` float32
+  through the local stack's embedded switch (``p4reduce-switch --engine native``), dense,
+  one stack per K. The CPU column is this process's (every worker and driver thread; not
+  the switch process's) per call; retx/call: retransmissions per call, all ranks.
+- ``reflector``: one worker against the C reflector (bench/c/reflector.c, one peer: the
+  host side alone, the kernel's and the reflector's costs around it).
+
+    python bench/host_threads.py [--target switch|reflector|both] [--elements 1000000]
+        [--k 64,256,1024] [--threads 1,2,4] [--workers 2] [--slots 64] [--repeat 5]
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
+import concurrent.futures
+import os
+import statistics
 import sys
-import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from p4reduce.host import UdpTransport, run_call
+from p4reduce.host import AllreduceSession, UdpTransport, run_call
 from p4reduce.host.protocol import Done, Session
+from p4reduce.testbed.local import LocalStack, StackError
 
 sys.path.insert(0, str(Path(__file__).parent))
 import floor  # noqa: E402 - bench/floor.py, next to this file
@@ -32,64 +39,136 @@ def ints(text: str) -> list[int]:
     return [int(float(x)) for x in text.split(",") if x]
 
 
-def one(ses: Session, t: UdpTransport, part: np.ndarray, ends: list[object], i: int) -> None:
-    ends[i] = run_call(ses.allreduce(part), t)
+def timed(fn: Callable[[], object]) -> tuple[float, float]:
+    c0, t0 = time.process_time(), time.perf_counter()
+    fn()
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def interleaved(
+    threads: list[int], repeat: int, call: Callable[[int], int]
+) -> dict[int, tuple[float, float, float]]:
+    """call(T) (returns its retransmissions) once per thread count per round, ``repeat``
+    rounds; per T the median wall and CPU seconds and the mean retransmissions."""
+    walls: dict[int, list[float]] = {t: [] for t in threads}
+    cpus: dict[int, list[float]] = {t: [] for t in threads}
+    retx: dict[int, list[int]] = {t: [] for t in threads}
+    for _ in range(repeat):
+        for t in threads:
+            out: list[int] = []
+            wall, cpu = timed(lambda t=t, out=out: out.append(call(t)))
+            walls[t].append(wall)
+            cpus[t].append(cpu)
+            retx[t] += out
+    return {
+        t: (statistics.median(walls[t]), statistics.median(cpus[t]), statistics.mean(retx[t]))
+        for t in threads
+    }
+
+
+def switch_rows(args: argparse.Namespace, k: int) -> dict[int, tuple[float, float, float]]:
+    n = args.workers
+    xs = [np.random.default_rng(r).standard_normal(args.elements).astype(np.float32)
+          for r in range(n)]  # fmt: skip
+    outs = [np.empty_like(x) for x in xs]
+    with (
+        LocalStack(
+            n, "dense", k=k, slots=args.slots, start_timeout=300, switch_args=["--engine", "native"]
+        ) as stack,  # fmt: skip
+        concurrent.futures.ThreadPoolExecutor(n) as ex,
+    ):
+        sessions: dict[int, list[AllreduceSession]] = {}
+        for job, t in enumerate(args.threads, start=1):
+            secret = f"p4reduce-bench-secret-of-job-{job}"
+            futs = [
+                ex.submit(
+                    AllreduceSession.join,
+                    stack.url,
+                    job,
+                    r,
+                    n,
+                    sock=stack.sockets[r].dup(),
+                    switch_port=r + 1,
+                    timeout=120,
+                    secret=secret,
+                    threads=t,
+                )  # fmt: skip
+                for r in range(n)
+            ]
+            sessions[t] = [f.result() for f in futs]
+        try:
+
+            def call(t: int) -> int:
+                futs = [ex.submit(s.allreduce, xs[r], out=outs[r])
+                        for r, s in enumerate(sessions[t])]  # fmt: skip
+                for f in futs:
+                    f.result()
+                return sum(s.last_stats.retransmissions for s in sessions[t])
+
+            for t in args.threads:  # warm up: a fresh switch's first calls are slow
+                call(t)
+            want = np.sum(xs, axis=0, dtype=np.float64)
+            assert np.allclose(outs[0], want, rtol=1e-4, atol=1e-3), "a wrong sum"
+            return interleaved(args.threads, args.repeat, call)
+        finally:
+            for group in sessions.values():
+                for s in group:
+                    s.close()
+
+
+def reflector_rows(args: argparse.Namespace, k: int) -> dict[int, tuple[float, float, float]]:
+    x = np.random.default_rng(0).standard_normal(args.elements).astype(np.float32)
+    (sock,) = floor.worker_sockets(1)
+    try:
+        with floor.reflector([sock.getsockname()]) as addr, \
+                UdpTransport(addr, sock=sock.dup()) as tr:  # fmt: skip
+            sessions = {t: Session(rank=0, n=1, job_id=1, job_key=1, slots=args.slots, k=k,
+                                   engine="native", threads=t) for t in args.threads}  # fmt: skip
+
+            def call(t: int) -> int:
+                end = run_call(sessions[t].allreduce(x), tr)
+                if not isinstance(end, Done):
+                    raise RuntimeError(f"threads={t}: {end}")
+                return end.stats.retransmissions
+
+            for t in args.threads:
+                call(t)
+            return interleaved(args.threads, args.repeat, call)
+    finally:
+        sock.close()
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--elements", type=int, default=4_000_000, help="float32 elements (4000000)")
-    ap.add_argument("--k", type=ints, default=[64, 1024], help="K, comma-separated (64,1024)")
+    ap.add_argument("--target", choices=("switch", "reflector", "both"), default="switch")
+    ap.add_argument("--elements", type=int, default=1_000_000, help="float32 elements (1000000)")
+    ap.add_argument("--k", type=ints, default=[64, 256, 1024], help="K (64,256,1024)")
     ap.add_argument("--threads", type=ints, default=[1, 2, 4], help="thread counts (1,2,4)")
-    ap.add_argument("--slots", type=int, default=64, help="slots per session (64)")
-    ap.add_argument("--repeat", type=int, default=3, help="best of R runs per figure (3)")
+    ap.add_argument("--workers", type=int, default=2, help="switch: workers (2)")
+    ap.add_argument("--slots", type=int, default=64, help="slots per job (64)")
+    ap.add_argument("--repeat", type=int, default=5, help="timed calls per figure (5)")
     args = ap.parse_args(argv)
-    x = np.random.default_rng(0).standard_normal(args.elements).astype(np.float32)
-    most = max(args.threads)
-    for k in args.k:
-        with contextlib.ExitStack() as es:
-            socks = floor.worker_sockets(most)
-            for s in socks:
-                es.callback(s.close)
-            addrs = [es.enter_context(floor.reflector([s.getsockname()])) for s in socks]
-            ts = [UdpTransport(a, sock=s.dup()) for a, s in zip(addrs, socks, strict=True)]
-            for t in ts:
-                es.callback(t.close)
-            # per thread count: its sessions, 1/T of the slots each
-            sessions = {
-                n: [Session(rank=0, n=1, job_id=1, job_key=1, slots=max(1, args.slots // n),
-                            k=k, engine="native") for _ in range(n)]
-                for n in args.threads
-            }  # fmt: skip
-            for group in sessions.values():
-                for ses, t in zip(group, ts, strict=False):
-                    run_call(ses.allreduce(x[: 50 * k * args.slots]), t)  # warm up
-            best: dict[int, tuple[float, float]] = {}
-            for _ in range(args.repeat):
-                for n in args.threads:
-                    parts = np.array_split(x, n)
-                    ends: list[object] = [None] * n
-                    threads = [
-                        threading.Thread(
-                            target=one, args=(sessions[n][i], ts[i], parts[i], ends, i)
-                        )
-                        for i in range(n)
-                    ]
-                    c0, t0 = time.process_time(), time.perf_counter()
-                    for th in threads:
-                        th.start()
-                    for th in threads:
-                        th.join()
-                    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-                    if not all(isinstance(e, Done) for e in ends):
-                        raise RuntimeError(f"a call did not finish: {ends}")
-                    if n not in best or wall < best[n][0]:
-                        best[n] = (wall, cpu)
-            base = best[args.threads[0]][0]
-            for n, (wall, cpu) in best.items():
-                print(f"K={k} M={args.elements} threads={n}: {wall * 1e3:.1f} ms, CPU "
-                      f"{cpu * 1e3:.1f} ms ({cpu / wall:.0%} of the wall time), speed-up "
-                      f"{base / wall:.2f}")  # fmt: skip
+    if args.threads[0] != 1:
+        args.threads.insert(0, 1)  # the baseline
+    targets = ["switch", "reflector"] if args.target == "both" else [args.target]
+    load = os.getloadavg()
+    print(f"{os.cpu_count()} CPUs, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; "
+          f"M = {args.elements} float32, {args.slots} slots, median of {args.repeat} calls")  # fmt: skip
+    print(f"{'target':>10} {'K':>5} {'threads':>7} {'ms':>9} {'CPU ms':>8} {'CPU/wall':>8} "
+          f"{'speed-up':>8} {'retx/call':>9}")  # fmt: skip
+    for target in targets:
+        for k in args.k:
+            try:
+                rows = (switch_rows if target == "switch" else reflector_rows)(args, k)
+            except StackError as err:
+                print(f"{target:>10} {k:>5}  the local stack did not start: {err}")
+                continue
+            base = rows[1][0]
+            for t, (wall, cpu, retx) in rows.items():
+                print(f"{target:>10} {k:>5} {t:>7} {wall * 1e3:>9.1f} {cpu * 1e3:>8.1f} "
+                      f"{cpu / wall:>8.0%} {base / wall:>8.2f} {retx:>9.1f}", flush=True)  # fmt: skip
+    load = os.getloadavg()
+    print(f"load average at the end {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
     return 0
 
 

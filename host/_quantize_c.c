@@ -38,21 +38,8 @@ enum { D_F32 = 0, D_F64_TO_F32 = 1, D_F64 = 2 };        /* dequantize modes */
 #define INF_BITS 0x7F800000u
 #define MIN_NORMAL_BITS 0x00800000u
 
-/* Instruction sets. The loops are written once, as inline functions with a flag `vrint`
-   that is a constant wherever they are inlined. On x86 only SSE4.1 and later round in
-   vector registers (the SSE2 baseline calls rint element by element), so each kernel has
-   an AVX2 copy (vrint = 1: rint, i.e. vroundps/vroundpd), chosen when the module loads
-   on a CPU with AVX2, and a baseline copy (vrint = 0: the float64 rounding trick of
-   rint_int32, which SSE2 vectorises). Both give the same integers. Other architectures
-   have vector rounding (ARM64: frintx) and use rint. */
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#define X86 1
-#define INLINE static inline __attribute__((always_inline))
-#define AVX2 __attribute__((target("avx2")))
-#else
-#define X86 0
-#define INLINE static inline
-#endif
+/* X86, INLINE, AVX2 (the two copies of each loop) and rint_int32: host/_simd.h */
+#include "_simd.h"
 
 /* ---------------------------------------------------------------- exponents */
 
@@ -113,19 +100,8 @@ static void q_clamped(const float *x, int32_t *q, Py_ssize_t k, int e, int n)
     }
 }
 
-/* np.rint, then numpy's cast to int32, of a y with |y| < 2^31 (quantize_blocks says why
-   that holds). rint rounds in the current rounding mode, which is round half to even
-   unless a program changes it (numpy's rint assumes the same); the cast then truncates
-   an integral value, which is exact. Without vector rounding: y + 1.5 * 2^52 lies in
-   [2^52, 2^53), where consecutive float64s are 1 apart, so the addition itself rounds y
-   to an integer, half to even (1.5 * 2^52 is even: the parity is y's integer's), and the
-   subtraction is exact. The same integer as rint(y); no fast-math to fold the two. */
-INLINE int32_t rint_int32(double y, int vrint)
-{
-    return vrint ? (int32_t)rint(y) : (int32_t)((y + 0x1.8p52) - 0x1.8p52);
-}
 
-/* Every other row: the scaled value, rounded and cast as above. The cast is in range:
+/* Every other row: the scaled value, rounded and cast by rint_int32 (_simd.h). In range:
    with the block's real exponent R <= E, |x| <= (1 - 2^-24) * 2^(R-127), so
    |x * 2^(158-E) / n| <= (2^31 - 2^7) / n (docs/protocol.md, "Why the sum cannot
    overflow"); the float64 roundings of modes 1 and 2 (relative 2^-52) stay far inside

@@ -185,6 +185,8 @@ class AllreduceSession:
     ``nonfinite``: what NaN/±Inf in a float array do: ``"propagate"`` (the default, like
     gloo: every worker gets each block that held one back as NaN or the infinity, within
     the call) or ``"raise"`` (``NonFiniteError`` before anything is sent).
+    ``threads``: the native driver's threads per call, each over its own share of the
+    job's slots (docs/host.md, "Several driver threads"); 1, the default, runs one.
     """
 
     def __init__(
@@ -198,6 +200,7 @@ class AllreduceSession:
         auto_recover: bool = True,
         engine: str = "native",
         nonfinite: str = "propagate",
+        threads: int = 1,
     ) -> None:
         a = assignment
         if a.program not in ("dense", "sparse"):
@@ -231,7 +234,8 @@ class AllreduceSession:
             retry=self.retry,
             engine=engine,
             nonfinite=nonfinite,
-        )  # checks n, rank, slots, K, nonfinite before the socket is taken
+            threads=threads,
+        )  # checks n, rank, slots, K, nonfinite, threads before the socket is taken
         self.nonfinite = nonfinite
         self.engine = self.session.engine  # "python" when the native core is not built
         self.transport = UdpTransport(self.switch, sock=sock, bind=bind)
@@ -274,6 +278,7 @@ class AllreduceSession:
         tls: dict[str, str] | None = None,
         engine: str = "native",
         nonfinite: str = "propagate",
+        threads: int = 1,
     ) -> AllreduceSession:
         """Join job ``job_id`` at the registration service ``url`` as ``rank`` of ``n``.
 
@@ -329,6 +334,7 @@ class AllreduceSession:
                 auto_recover=auto_recover,
                 engine=engine,
                 nonfinite=nonfinite,
+                threads=threads,
             )
         except BaseException:
             if own:

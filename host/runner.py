@@ -53,6 +53,10 @@ def run_call(
     thread, raises ``Cancelled`` within ``POLL_CAP`` seconds; the call is then left as it
     was (running; the session must be reset before it is used again)."""
     if isinstance(call, native.Native) and isinstance(transport, UdpTransport):
+        if transport.pending and getattr(call.session, "threads", 1) > 1:  # type: ignore[attr-defined]
+            # a call split over driver threads runs in the native driver only: what an
+            # earlier call left queued goes out first, in order
+            _drain(transport, cancel)
         if not transport.pending:
             return _run_native(call, transport, resume, cancel)
     fd = transport.fileno()
@@ -111,6 +115,16 @@ def run_call(
     if transport.pending:
         transport.flush()  # best effort; the rest goes out before the next call's packets
     return end
+
+
+def _drain(transport: UdpTransport, cancel: threading.Event | None) -> None:
+    """Send what the transport has queued, waiting for the socket to be writable."""
+    poller = select.poll()
+    poller.register(transport.fileno(), select.POLLOUT)
+    while transport.flush():
+        poller.poll(POLL_CAP * 1000.0)
+        if cancel is not None and cancel.is_set():
+            raise Cancelled("cancelled while sending the queue: the session is closing")
 
 
 def _run_native(

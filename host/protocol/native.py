@@ -1,6 +1,6 @@
 """The native protocol core: ``NativeDenseCall`` and ``NativeSparseCall`` run the per-event
 work of a call (result parsing and filtering, quantizing the next block, building packets,
-timers) in C (``host/_engine_c.c``), with the same events and the same actions as the
+timers) in C (``host/_engine/``), with the same events and the same actions as the
 Python core, which stays the specification.
 
 Each is the Python call class itself (so the vectorised per-call set-up, the block
@@ -77,7 +77,7 @@ class _Native:
 
     _core: Any = None
 
-    def _make_core(self) -> Any:
+    def _make_core(self, lo: int = 0, hi: int = -1) -> Any:
         c: Any = self
         ses = c.session
         pol = c._retry
@@ -122,15 +122,36 @@ class _Native:
             regular_from=tab.q_regular_from if tab is not None else 0,
             nf=np.ascontiguousarray(c._nf) if c.is_float else None,
             nf_out=c._nf_out if c.is_float else None,
+            lo=lo,
+            hi=hi,
         )
 
     # ------------------------------------------------------------ events
 
+    _group: tuple[Any, ...] | None = None  # the cores of a call run by several threads
+
     def _the_core(self) -> Any:
         # Made at the first event, when the session has given the call its number.
+        if self._group is not None:
+            raise RuntimeError(
+                f"call {getattr(self, 'call_id', '?')} runs on {len(self._group)} driver "
+                "threads: only the native driver (run_native) drives it"
+            )
         if self._core is None:
             self._core = self._make_core()
         return self._core
+
+    def _the_group(self, threads: int) -> tuple[Any, ...] | None:
+        """At the driver's start: ``threads`` cores over disjoint, contiguous, ascending
+        slot ranges of the window (None: one core does, with fewer than two slots each
+        thread could own)."""
+        if self._group is None and self._core is None:
+            active: int = self.active  # type: ignore[attr-defined]
+            t = min(threads, active, _C.MAX_THREADS)  # type: ignore[union-attr]
+            if t > 1:
+                cuts = [active * i // t for i in range(t + 1)]
+                self._group = tuple(self._make_core(cuts[i], cuts[i + 1]) for i in range(t))
+        return self._group
 
     def start(self, now: float) -> list[Action]:
         c: Any = self
@@ -149,15 +170,19 @@ class _Native:
         if c.state != "failed":
             raise RuntimeError(f"call {c.call_id} is {c.state}: only a failed call resumes")
         c.error = None
-        return self._actions(self._core.resume(now), now)
+        return self._actions(self._the_core().resume(now), now)
+
+    def _cores(self) -> tuple[Any, ...]:
+        if self._group is not None:
+            return self._group
+        return () if self._core is None else (self._core,)
 
     def next_deadline(self) -> float | None:
-        return None if self._core is None else self._core.next_deadline()
+        dls = [d for d in (core.next_deadline() for core in self._cores()) if d is not None]
+        return min(dls) if dls else None
 
     def outstanding(self, now: float) -> list[StuckSlot]:
-        if self._core is None:
-            return []
-        return [_slot(d, now) for d in self._core.outstanding()]
+        return [_slot(d, now) for core in self._cores() for d in core.outstanding()]
 
     # ------------------------------------------------------------ the native driver
 
@@ -165,8 +190,11 @@ class _Native:
         """Run the call on socket ``fd`` in C with the GIL released, for at most ``budget``
         seconds: mode 0 starts it, 1 resumes it, 2 goes on. Returns the ending action
         (``Done`` / ``Failed``, None while it runs) and the socket's counters (sent,
-        bytes_sent, received, bytes_received, queued, dropped, [(errno, count)])."""
-        core = self._the_core()
+        bytes_sent, received, bytes_received, queued, dropped, [(errno, count)]).
+
+        With the session's ``threads`` > 1 the call is split at its start into that many
+        cores over disjoint slot ranges, each run by its own thread (``_engine_c.run_group``;
+        docs/host.md, "Several driver threads")."""
         c: Any = self
         if mode == 0 and c.state != "new":
             raise RuntimeError(f"call {c.call_id} already started ({c.state})")
@@ -174,7 +202,11 @@ class _Native:
             if c.state != "failed":
                 raise RuntimeError(f"call {c.call_id} is {c.state}: only a failed call resumes")
             c.error = None
-        ended, end, io = core.run(fd, mode, budget)
+        group = self._the_group(getattr(c.session, "threads", 1)) if mode == 0 else self._group
+        if group is not None:
+            ended, end, io = _C.run_group(group, fd, mode, budget)  # type: ignore[union-attr]
+        else:
+            ended, end, io = self._the_core().run(fd, mode, budget)
         acts = self._actions([end] if ended else [], time.monotonic())
         return (acts[-1] if acts else None), io
 
@@ -182,11 +214,16 @@ class _Native:
 
     def _actions(self, raw: list[tuple], now: float) -> list[Action]:
         c: Any = self
-        core = self._core
+        cores = self._cores()
         st = c.stats
-        for name, v in zip(_STAT_FIELDS, core.stats(), strict=True):
-            setattr(st, name, v)
-        c.state = _STATES[core.state]
+        if len(cores) == 1:
+            for name, v in zip(_STAT_FIELDS, cores[0].stats(), strict=True):
+                setattr(st, name, v)
+            c.state = _STATES[cores[0].state]
+        else:  # the call's counters are its cores' sums; its state the most severe one's
+            for name, *vs in zip(_STAT_FIELDS, *(core.stats() for core in cores), strict=True):
+                setattr(st, name, sum(vs))
+            c.state = _group_state([core.state for core in cores])
         acts: list[Action] = []
         for a in raw:
             kind = a[0]
@@ -217,6 +254,17 @@ class _Native:
         c.blocks = c.blocks[:0]  # the core keeps its own reference until it goes
         c._be = None
         return Done(result, c.stats)
+
+
+def _group_state(states: list[int]) -> str:
+    """The state of a call run by several cores: broken or failed if one core is (the
+    others were stopped with it), new or done if all are, else running."""
+    for st in (4, 3):  # broken, failed
+        if st in states:
+            return _STATES[st]
+    if all(st == states[0] for st in states):
+        return _STATES[states[0]]
+    return "running"
 
 
 def _slot(d: tuple, now: float) -> StuckSlot:

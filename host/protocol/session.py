@@ -20,6 +20,7 @@ from .retry import RetryPolicy
 from .sparse import SparseCall
 
 ENGINES = ("native", "python")
+MAX_THREADS = 64  # the native driver's limit (_engine_c.MAX_THREADS)
 
 
 class Session:
@@ -45,6 +46,7 @@ class Session:
         first_call: int = 0,
         engine: str = "python",
         nonfinite: str = "propagate",
+        threads: int = 1,
     ) -> None:
         if not 1 <= n <= wire.MAX_WORKERS:
             raise ValueError(f"n = {n}: 1 .. {wire.MAX_WORKERS} workers")
@@ -63,10 +65,16 @@ class Session:
         check_nonfinite_mode(nonfinite)
         if engine not in ENGINES:
             raise ValueError(f"engine {engine!r}: one of {', '.join(ENGINES)}")
+        if not isinstance(threads, int) or not 1 <= threads <= MAX_THREADS:
+            raise ValueError(f"threads = {threads!r}: 1 .. {MAX_THREADS} driver threads")
         if engine == "native" and not native.available():
             native.unavailable_notice()
             engine = "python"
         self.engine = engine  # what the calls run on: "native" or "python"
+        # The native driver's threads per call, each over its own share of the slots
+        # (docs/host.md, "Several driver threads"); the Python core and the event methods
+        # run one.
+        self.threads = threads
         self.rank = rank
         self.n = n
         self.job_id = job_id

@@ -147,6 +147,7 @@ def connect(rdv: Rendezvous, options: P4ReduceOptions, job_id: int, what: str) -
                 auto_recover=True,  # recovery.py recovers first, at an agreed collective
                 engine=options.engine,
                 nonfinite=options.nonfinite,
+                threads=options.threads,
                 secret=secret,
                 tls=options.tls,
             )

@@ -63,6 +63,9 @@ class P4ReduceOptions:
     4,162-byte frames, fine on loopback, a jumbo MTU elsewhere)."""
     engine: str = "native"
     """The protocol core of this rank's session: "native" (C, the default) or "python"."""
+    threads: int = 1
+    """The native driver's threads per collective, each over its own share of the job's
+    slots (docs/host.md, "Several driver threads"); 1, the default, runs one."""
     nonfinite: str = "propagate"
     """NaN/±Inf in a floating tensor: "propagate" (the default, as gloo: every rank gets each
     block of K elements that held one back as NaN or the infinity, so an AMP grad scaler
@@ -113,6 +116,8 @@ class P4ReduceOptions:
             raise ValueError(f"P4ReduceOptions.chunk_elements {self.chunk_elements}: at least 1")
         if self.engine not in ("native", "python"):
             raise ValueError(f"P4ReduceOptions.engine {self.engine!r}: 'native' or 'python'")
+        if not isinstance(self.threads, int) or not 1 <= self.threads <= 64:
+            raise ValueError(f"P4ReduceOptions.threads {self.threads!r}: 1 .. 64")
         if self.nonfinite not in ("propagate", "raise"):
             raise ValueError(
                 f"P4ReduceOptions.nonfinite {self.nonfinite!r}: 'propagate' or 'raise'"

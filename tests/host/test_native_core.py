@@ -1,4 +1,4 @@
-"""The native protocol core (host/_engine_c.c) against the Python core, the specification.
+"""The native protocol core (host/_engine/) against the Python core, the specification.
 
 - Differential: both cores of every worker get the same events (from the simulator, over
   a lossy, duplicating, reordering network and the model switch, with garbled results
@@ -303,12 +303,32 @@ _ASAN_SCRIPT = textwrap.dedent(
     r = Reflector(drop_every=5).start()
     retry = RetryPolicy(initial_timeout=0.01, max_timeout=0.05, give_up_after=30)
     for msg_type in (1, 2):
-        ses = Session(rank=0, n=1, job_id=9, job_key=7, slots=8, msg_type=msg_type,
-                      retry=retry, engine="native")
-        x = t.np.arange(30_000, dtype=t.np.int32)
-        with UdpTransport(r.address) as tr:
-            end = run_call(ses.allreduce(x), tr)
-        assert isinstance(end, Done) and t.np.array_equal(end.result, x)
+        for threads in (1, 2, 3):  # one driver thread, and several over slot ranges
+            for dtype in (t.np.int32, t.np.float32):
+                ses = Session(rank=0, n=1, job_id=9, job_key=7, slots=8, msg_type=msg_type,
+                              retry=retry, engine="native", threads=threads)
+                x = (t.np.arange(30_000) % 977 - 400).astype(dtype)
+                with UdpTransport(r.address) as tr:
+                    end = run_call(ses.allreduce(x), tr)
+                assert isinstance(end, Done) and t.np.array_equal(end.result, x)
+    r.stop()
+    # several threads: a timeout (nothing answers), then resume against a reflector
+    from p4reduce.host.protocol import Failed
+    quick = RetryPolicy(initial_timeout=0.01, max_timeout=0.02, give_up_after=0.1)
+    ses = Session(rank=0, n=1, job_id=9, job_key=7, slots=8, retry=quick, engine="native",
+                  threads=2)
+    x = t.np.arange(3_000, dtype=t.np.float32)
+    r = Reflector().start()
+    import socket
+    silent = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    silent.bind(("127.0.0.1", 0))
+    with UdpTransport(silent.getsockname()) as tr:
+        call = ses.allreduce(x)
+        assert isinstance(run_call(call, tr), Failed)
+    with UdpTransport(r.address) as tr:
+        end = run_call(call, tr, resume=True)
+    assert isinstance(end, Done) and t.np.array_equal(end.result, x)
+    silent.close()
     r.stop()
     print("sanitized run ok")
     """
@@ -331,11 +351,11 @@ def test_under_address_and_undefined_behaviour_sanitizers(tmp_path: Path) -> Non
         pytest.skip("no C compiler with libasan on this machine")
     so = tmp_path / "_engine_c_asan.so"
     inc = sysconfig.get_paths()["include"]
+    sources = [str(p) for p in sorted((ROOT / "host" / "_engine").glob("*.c"))]
     subprocess.run(
         ["cc", "-shared", "-fPIC", "-O1", "-g", "-ffp-contract=off", "-fno-strict-aliasing",
          "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
-         "-fno-omit-frame-pointer", f"-I{inc}", str(ROOT / "host" / "_engine_c.c"),
-         "-o", str(so)],
+         "-fno-omit-frame-pointer", "-pthread", f"-I{inc}", *sources, "-o", str(so)],
         check=True, capture_output=True, timeout=300,
     )  # fmt: skip
     env = os.environ | {
@@ -353,6 +373,80 @@ def test_under_address_and_undefined_behaviour_sanitizers(tmp_path: Path) -> Non
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
     assert "sanitized run ok" in done.stdout
+
+
+_TSAN_SCRIPT = textwrap.dedent(
+    """
+    import importlib.util, sys
+    spec = importlib.util.spec_from_file_location("p4reduce.host._engine_c", sys.argv[1])
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    sys.modules["p4reduce.host._engine_c"] = mod
+    import p4reduce.host
+    p4reduce.host._engine_c = mod
+    from p4reduce.host.protocol import native
+    native._C = mod
+    sys.path.insert(0, sys.argv[2])
+    import numpy as np
+    from reflector import Reflector
+    from p4reduce.host import UdpTransport
+    from p4reduce.host.protocol import Done, RetryPolicy, Session
+    retry = RetryPolicy(initial_timeout=0.01, max_timeout=0.05, give_up_after=30)
+    for drop in (0, 5):
+        r = Reflector(drop_every=drop).start()
+        for msg_type in (1, 2):
+            for threads in (2, 4):
+                ses = Session(rank=0, n=1, job_id=9, job_key=7, slots=8, msg_type=msg_type,
+                              retry=retry, engine="native", threads=threads)
+                x = (np.arange(20_000) % 977 - 400).astype(np.float32)
+                with UdpTransport(r.address) as tr:
+                    call = ses.allreduce(x)
+                    mode = 0
+                    while True:  # short runs: threads start, stop and hand over often
+                        end, _ = call.run_native(tr.fileno(), mode, 0.002)
+                        mode = 2
+                        if end is not None:
+                            break
+                assert isinstance(end, Done) and np.array_equal(end.result, x)
+        r.stop()
+    print("tsan run ok")
+    """
+)
+
+
+@pytest.mark.timeout(300)
+def test_threaded_driver_under_thread_sanitizer(tmp_path: Path) -> None:
+    """The driver with several threads (threads.c) built with -fsanitize=thread: no data
+    race between the threads sharing a call (disjoint slots, the inboxes, the stop flags),
+    against a lossy reflector, with runs ending on their budget every 2 ms."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    tsan = None
+    if cc is not None:
+        out = subprocess.run([cc, "-print-file-name=libtsan.so"], capture_output=True, text=True)
+        path = out.stdout.strip()
+        tsan = path if os.path.isabs(path) and os.path.exists(path) else None
+    if tsan is None:
+        pytest.skip("no C compiler with libtsan on this machine")
+    so = tmp_path / "_engine_c_tsan.so"
+    inc = sysconfig.get_paths()["include"]
+    sources = [str(p) for p in sorted((ROOT / "host" / "_engine").glob("*.c"))]
+    subprocess.run(
+        [cc, "-shared", "-fPIC", "-O1", "-g", "-ffp-contract=off", "-fno-strict-aliasing",
+         "-fsanitize=thread", "-pthread", f"-I{inc}", *sources, "-o", str(so)],
+        check=True, capture_output=True, timeout=200,
+    )  # fmt: skip
+    env = os.environ | {
+        "LD_PRELOAD": tsan,
+        "TSAN_OPTIONS": "halt_on_error=1:exitcode=66:report_signal_unsafe=0",
+        "PYTHONMALLOC": "malloc",
+    }
+    e2e = str(Path(__file__).parents[1] / "host_e2e")
+    done = subprocess.run(
+        [sys.executable, "-c", _TSAN_SCRIPT, str(so), e2e],
+        env=env, capture_output=True, text=True, timeout=200,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+    assert "tsan run ok" in done.stdout and "ThreadSanitizer" not in done.stderr
 
 
 @pytest.mark.parametrize("msg_type", [wire.MSG_DENSE, wire.MSG_SPARSE])

@@ -1,4 +1,4 @@
-"""The native core's lane loops (host/_engine_c.c: quantizing a block into big-endian
+"""The native core's lane loops (host/_engine/lanes.c: quantizing a block into big-endian
 lanes, storing a result's lanes into the sums) in both compiled copies, AVX2 and
 baseline, against the numpy code (``quantize.quantize_row``) bit for bit, and the
 differential test of the whole core (test_native_core.py) run on each copy.

@@ -12,7 +12,7 @@ import numpy as np
 from p4reduce.host.protocol import Done, Failed, Send, Session, SetTimer
 from p4reduce.host.protocol.native import available
 
-assert available(), "the native core (host/_engine_c.c) is not built: make install"
+assert available(), "the native core (host/_engine/) is not built: make install"
 
 
 def same_actions(py: list, nat: list, where: str) -> None:

@@ -179,6 +179,7 @@ class Stack:
         auto_recover: bool = True,
         engine: str = "native",
         nonfinite: str = "propagate",
+        threads: int = 1,
     ) -> list[AllreduceSession]:
         """n workers join a new job concurrently; returns their sessions by rank. Rank r
         uses pool socket ``first + r`` (switch port ``first + r + 1``)."""
@@ -192,6 +193,7 @@ class Stack:
                 self.url, job, rank, n, sock=self.pool[first + rank].dup(),
                 switch_port=first + rank + 1, slots=slots, timeout=timeout, retry=retry,
                 auto_recover=auto_recover, secret=secret, engine=engine, nonfinite=nonfinite,
+                threads=threads,
             )  # fmt: skip
 
         with concurrent.futures.ThreadPoolExecutor(n) as ex:

@@ -304,9 +304,12 @@ def scenario_main() -> None:
     """Everything that works: the backend against gloo, the other collectives, functional
     collectives, a p4reduce subgroup, DDP and the hook."""
     t0 = time.monotonic()
-    init("p4reduce", P4ReduceOptions(chunk_elements=4096))
+    # three ranks run two native driver threads per call (docs/host.md, "Several driver
+    # threads"), two ranks one
+    init("p4reduce", P4ReduceOptions(chunk_elements=4096, threads=2 if N == 3 else 1))
     result["init_seconds"] = time.monotonic() - t0
     result["pids"] = stack_pids(dist.group.WORLD)
+    result["driver_threads"] = dist.group.WORLD.endpoint.session.session.threads
     result["backend"] = dist.get_backend()
     ref = dist.new_group(backend="gloo")
     for name, size, dtype, op in [

@@ -20,6 +20,7 @@ def main(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
 def test_all_reduce_matches_the_exact_sum_and_gloo(main: list[dict[str, Any]]) -> None:
     for r in main:
         assert r["backend"] == "p4reduce"
+        assert r["driver_threads"] == (2 if len(main) == 3 else 1)
         # session calls per all_reduce: 10000 elements in chunks of at most 4096 take 3;
         # an empty tensor none
         calls = {"float32_sum": 1, "float32_avg": 1, "int32_sum": 1, "float32_chunked": 3}

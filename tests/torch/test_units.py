@@ -47,6 +47,8 @@ def test_the_backend_is_registered_on_import() -> None:
         ({"chunk_elements": 0}, "chunk_elements"),
         ({"k": 32}, "k 32"),
         ({"nonfinite": "ignore"}, "nonfinite .ignore."),
+        ({"threads": 0}, "threads 0"),
+        ({"threads": 65}, "threads 65"),
     ],
 )
 def test_options_are_checked(kw: dict, message: str) -> None:

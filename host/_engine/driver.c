@@ -1,0 +1,146 @@
+/* The native driver of one call on one thread (engine.h): Core.run without the GIL. */
+
+#include "engine.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <time.h>
+
+HIDDEN double mono(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t); /* time.monotonic()'s clock */
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+HIDDEN void count_error(IoCounters *io, int code, long long n)
+{
+    for (int i = 0; i < 8; i++) {
+        if (io->err_counts[i] == 0 || io->err_codes[i] == code) {
+            io->err_codes[i] = code;
+            io->err_counts[i] += n;
+            return;
+        }
+    }
+    io->err_counts[7] += n; /* more than 8 kinds of error: lumped with the last */
+}
+
+/* Send the queue in order with sendmmsg, as UdpTransport does: a full buffer (EAGAIN,
+   ENOBUFS) leaves the rest queued, in order, for when the socket is writable; an ICMP
+   refusal reported on this send is counted and the send retried once; any other error
+   is counted and the packet dropped (the timer resends it). Returns whether packets
+   are still queued. */
+HIDDEN int flush_queue(Core *c, int fd, IoCounters *io)
+{
+    struct mmsghdr msgs[BATCH];
+    struct iovec iov[BATCH];
+    int refused_retry = 0;
+    while (c->q_head < c->q_len) {
+        int m = (int)(c->q_len - c->q_head < BATCH ? c->q_len - c->q_head : BATCH);
+        for (int i = 0; i < m; i++) {
+            Py_ssize_t j = c->q_head + i;
+            iov[i].iov_base = c->q_buf + j * c->pkt_cap;
+            iov[i].iov_len = (size_t)c->q_lens[j];
+            memset(&msgs[i].msg_hdr, 0, sizeof msgs[i].msg_hdr);
+            msgs[i].msg_hdr.msg_iov = &iov[i];
+            msgs[i].msg_hdr.msg_iovlen = 1;
+        }
+        int r = sendmmsg(fd, msgs, (unsigned)m, MSG_DONTWAIT);
+        if (r > 0) {
+            for (int i = 0; i < r; i++) {
+                io->sent += 1;
+                io->bytes_sent += c->q_lens[c->q_head + i];
+            }
+            c->q_head += r;
+            refused_retry = 0;
+            continue;
+        }
+        int e = r < 0 ? errno : EAGAIN;
+        if (e == EINTR)
+            continue;
+        if (e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS) {
+            if (!c->q_waiting) {
+                io->queued += c->q_len - c->q_head;
+                c->q_waiting = 1;
+            }
+            return 1;
+        }
+        count_error(io, e, 1);
+        if (e == ECONNREFUSED && !refused_retry) {
+            refused_retry = 1; /* the error was an earlier datagram's: this one retries */
+            continue;
+        }
+        refused_retry = 0;
+        io->dropped += 1;
+        c->q_head += 1;
+    }
+    c->q_head = c->q_len = 0;
+    c->q_waiting = 0;
+    return 0;
+}
+
+/* Run the call on socket fd for at most `budget` seconds (mode 0: start, 1: resume,
+   2: go on), the GIL released: poll (POLLOUT too while sends wait), recvmmsg every ready
+   result into rbuf (BATCH buffers of pkt_cap + 1 bytes: a longer datagram comes back
+   truncated, seen as malformed), the core on each, the timers when due, sendmmsg what the
+   core queued. Returns the core's status (-1: out of memory); the call's end is in
+   k->ended, a failed poll's errno in *os_error. */
+HIDDEN int drive(Core *c, int fd, int mode, double budget, uint8_t *rbuf, IoCounters *io,
+                 Sink *k, int *os_error)
+{
+    const Py_ssize_t cap = c->pkt_cap + 1;
+    int rc = 0;
+    double now = mono(), until = now + budget;
+    if (mode == 0)
+        rc = ev_start(c, now, k);
+    else if (mode == 1)
+        rc = ev_resume(c, now, k);
+    struct mmsghdr msgs[BATCH];
+    struct iovec iov[BATCH];
+    while (rc == 0 && !k->ended) {
+        int waiting = flush_queue(c, fd, io);
+        now = mono();
+        if (now >= until)
+            break;
+        double wait = until - now;
+        if (c->has_last && c->last_deadline - now < wait)
+            wait = c->last_deadline - now;
+        struct pollfd p = {fd, (short)(POLLIN | (waiting ? POLLOUT : 0)), 0};
+        int ms = wait <= 0 ? 0 : (int)ceil(wait * 1000.0);
+        int pr = poll(&p, 1, ms);
+        if (pr < 0 && errno != EINTR) {
+            *os_error = errno;
+            break;
+        }
+        if (pr > 0 && (p.revents & POLLIN)) {
+            for (int i = 0; i < BATCH; i++) {
+                iov[i].iov_base = rbuf + i * cap;
+                iov[i].iov_len = (size_t)cap;
+                memset(&msgs[i].msg_hdr, 0, sizeof msgs[i].msg_hdr);
+                msgs[i].msg_hdr.msg_iov = &iov[i];
+                msgs[i].msg_hdr.msg_iovlen = 1;
+            }
+            int r = recvmmsg(fd, msgs, BATCH, MSG_DONTWAIT, NULL);
+            if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+                count_error(io, errno, 1); /* e.g. ECONNREFUSED from an ICMP error */
+            if (r > 0) {
+                now = mono();
+                for (int i = 0; i < r && rc == 0 && !k->ended; i++) {
+                    Py_ssize_t len = msgs[i].msg_len;
+                    io->received += 1;
+                    io->bytes_received += len;
+                    rc = ev_packet(c, rbuf + i * cap, len, now, k);
+                }
+            }
+        }
+        if (rc == 0 && !k->ended && c->has_last) {
+            now = mono();
+            if (now >= c->last_deadline)
+                rc = ev_timer(c, now, k);
+        }
+    }
+    if (rc == 0)
+        flush_queue(c, fd, io); /* best effort, as the Python runner */
+    return rc;
+}
