@@ -253,6 +253,8 @@ class StmtTx(ExprTx, ExternTx):
         if isinstance(t, ast.Attribute) and ast.unparse(t) == "P.pos":
             self.out(f"P->pos = (uint32_t){self.expr(v)};")
             return
+        if self.extern_assign(t, v):  # clone, resubmit, recirculate requests: cexterns.py
+            return
         self.out(f"{self.target(t)} = {self.expr(v)};")
 
     def target(self, t: ast.expr) -> str:
