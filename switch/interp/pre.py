@@ -137,9 +137,13 @@ class PacketReplicationEngine:
 
     # ------------------------------------------------------------------ clone sessions
     def mirroring_add(self, session: int, port: int, truncate: int = 0) -> None:
+        _check_session(session, truncate)
+        if not 0 <= port < 1 << 32:
+            raise PreError(f"clone session {session}: port {port} out of range")
         self.sessions[session] = CloneSession(port=port, truncate=truncate)
 
     def mirroring_add_mc(self, session: int, group: int, truncate: int = 0) -> None:
+        _check_session(session, truncate)
         self.sessions[session] = CloneSession(group=group, truncate=truncate)
 
     def mirroring_delete(self, session: int) -> None:
@@ -160,3 +164,11 @@ class PacketReplicationEngine:
         if s.port is not None:
             out.append((s.port, out[-1][1] if out else rid))
         return out
+
+
+def _check_session(session: int, truncate: int) -> None:
+    # v1model's clone session is bit<32>; a truncation is a byte count
+    if not 0 <= session < 1 << 32:
+        raise PreError(f"clone session id {session} must be in 0..{(1 << 32) - 1}")
+    if not 0 <= truncate < 1 << 32:
+        raise PreError(f"clone session {session}: truncation {truncate} out of range")

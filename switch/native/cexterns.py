@@ -195,6 +195,45 @@ class ExternTx:
         self.out(f"_rc = P4R_FAULT; {self.raise_code()}")
         return True
 
+    # ------------------------------------------------------------------ end-of-pipe requests
+    def extern_assign(self, t: ast.expr, v: ast.expr) -> bool:
+        """``P.clone = CloneRequest(kind, session, field_list[, explicit])`` and
+        ``P.resubmit``/``P.recirculate = PreserveRequest(field_list[, explicit])``: the
+        request the packet path acts on at the end of the control (runtime/p4r_path.c)."""
+        target = ast.unparse(t)
+        fields = {"P.clone": "clone", "P.resubmit": "resubmit", "P.recirculate": "recirc"}
+        if target not in fields:
+            return False
+        want = "CloneRequest" if target == "P.clone" else "PreserveRequest"
+        if not (isinstance(v, ast.Call) and ast.unparse(v.func) == want and not v.keywords):
+            raise Unsupported(f"the request {ast.unparse(v)}")
+        args = list(v.args)
+        r = f"P->{fields[target]}"
+        code = [f"{r}.set = 1;"]
+        if want == "CloneRequest":
+            if len(args) < 3 or not isinstance(args[0], ast.Constant):
+                raise Unsupported(f"the request {ast.unparse(v)}")
+            code.append(f"{r}.kind = {int(args[0].value)};")
+            code.append(f"{r}.session = {self.expr(args[1])};")
+            args = args[2:]
+        if not 1 <= len(args) <= 2:
+            raise Unsupported(f"the request {ast.unparse(v)}")
+        fl = args[0]
+        if isinstance(fl, ast.Constant) and fl.value is None:
+            code.append(f"{r}.has_fl = 0;")
+        else:
+            code.append(f"{r}.has_fl = 1; {r}.fl = {self.expr(fl)};")
+        xfl = 0
+        if len(args) == 2:  # the slots named by clone3/resubmit/recirculate's data
+            slots = self.objects.pipeline.namespace.get(ast.unparse(args[1]))
+            if not isinstance(slots, tuple) or not all(isinstance(x, int) for x in slots):
+                raise Unsupported(f"the preserved fields {ast.unparse(args[1])}")
+            xfl = self.objects.explicit_list(slots)
+        code.append(f"{r}.xfl = {xfl};")
+        self.objects.passes = True
+        self.out(" ".join(code))
+        return True
+
     # ------------------------------------------------------------------ statements of externs
     def extern_augassign(self, s: ast.AugAssign) -> bool:
         """``_a += P.data[P.pos:]``: a checksum _with_payload appends the packet's rest."""

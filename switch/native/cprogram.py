@@ -111,6 +111,9 @@ class ProgramObjects:
             return 1
         return getattr(self.pipeline.storage, "widths", {}).get(k, 64)
 
+    passes: bool = False  # the program clones, resubmits or recirculates (p4r_path.c)
+    xfls: list[tuple[int, ...]] = field(default_factory=list)  # explicit preserved slots
+
     def table_id(self, name: str) -> int | None:
         return self.tables.get(name)
 
@@ -149,6 +152,12 @@ class ProgramObjects:
     def note_bitbuf(self, nbits: int) -> None:
         self.bitbuf_max = max(self.bitbuf_max, nbits)
 
+    def explicit_list(self, slots: tuple[int, ...]) -> int:
+        """The C id (from 1) of the slots a clone3/resubmit/recirculate(data) preserves."""
+        if slots not in self.xfls:
+            self.xfls.append(slots)
+        return self.xfls.index(slots) + 1
+
 
 @dataclass
 class NativeProgram:
@@ -178,6 +187,7 @@ def generate(pipeline: Pipeline) -> NativeProgram:
         objs.emit_total, objs.bitbuf_max, objs.wide_bits = cached[1], cached[2], cached[5]
         objs.event_sites = list(cached[3])
         objs.crcs = list(cached[4])
+        objs.passes = cached[6]
         return NativeProgram(cached[0], objs)
     mod = ast.parse(pipeline.source)
     fdefs = [f for f in mod.body if isinstance(f, ast.FunctionDef)]
@@ -265,6 +275,8 @@ def generate(pipeline: Pipeline) -> NativeProgram:
     parts += bodies
     parts.append(table_code(objs))
     parts.append(state_code(objs))
+    parts.append(passes_code(objs))
+    parts.append(resources.files(__package__).joinpath("runtime/p4r_queues.c").read_text())
     parts.append(resources.files(__package__).joinpath("runtime/p4r_path.c").read_text())
     del ns
     source = "\n".join(parts) + "\n"
@@ -277,11 +289,12 @@ def generate(pipeline: Pipeline) -> NativeProgram:
         tuple(objs.event_sites),
         tuple(objs.crcs),
         objs.wide_bits,
+        objs.passes,
     )
     return NativeProgram(source, objs)
 
 
-_CACHE: dict[tuple[str, str], tuple[str, int, int, tuple[Any, ...]]] = {}
+_CACHE: dict[tuple[str, str], tuple[Any, ...]] = {}
 
 
 def objects_signature(objs: ProgramObjects) -> str:
@@ -312,6 +325,8 @@ def objects_signature(objs: ProgramObjects) -> str:
             sorted(objs.pipeline.std.items()),
             [(p.name, [objs.table_list.index(t) for t in p.tables]) for p in objs.profile_list],
             sorted(objs.sel_fns.items()),
+            sorted(objs.pipeline.field_lists.items()),
+            objs.pipeline.metadata_slots,
         )
     )
 
@@ -596,6 +611,38 @@ def state_code(objs: ProgramObjects) -> str:
             f" E->tables[{i}].lpm = {lpm};"
         )
     lines.append("}")
+    return "\n".join(lines)
+
+
+def passes_code(objs: ProgramObjects) -> str:
+    """What the packet path (runtime/p4r_path.c) needs to know of the program: the metadata
+    slots a clone resets (``V1Switch.reset_metadata``), the slots each ``@field_list`` index
+    preserves (``Pipeline.field_lists``; an unknown index preserves nothing) and the explicit
+    slot lists of clone3/resubmit/recirculate(data)."""
+    p = objs.pipeline
+    meta = p.metadata_slots
+    lines = [
+        f"#define P4R_NMETA {len(meta)}u",
+        f"static const uint32_t P4R_META[] = {{{', '.join(map(str, meta)) or '0'}}};",
+    ]
+    cases = []
+    for k, (idx, slots) in enumerate(sorted(p.field_lists.items())):
+        if not 0 <= idx < 1 << 64:
+            raise Unsupported(f"{p.name}: the @field_list index {idx}")
+        lines.append(
+            f"static const uint32_t P4R_FL_{k}[] = {{{', '.join(map(str, slots)) or '0'}}};"
+        )
+        cases.append(f"    case {const(idx)}: *sl = P4R_FL_{k}; return {len(slots)};")
+    lines.append("static uint32_t p4r_field_list(uint64_t idx, const uint32_t **sl) {")
+    lines += ["    switch (idx) {", *cases, "    default: *sl = NULL; return 0;", "    }", "}"]
+    cases = []
+    for k, slots in enumerate(objs.xfls):
+        lines.append(
+            f"static const uint32_t P4R_XFL_{k + 1}[] = {{{', '.join(map(str, slots)) or '0'}}};"
+        )
+        cases.append(f"    case {k + 1}: *sl = P4R_XFL_{k + 1}; return {len(slots)};")
+    lines.append("static uint32_t p4r_xfl(uint32_t id, const uint32_t **sl) {")
+    lines += ["    switch (id) {", *cases, "    default: *sl = NULL; return 0;", "    }", "}"]
     return "\n".join(lines)
 
 

@@ -303,6 +303,8 @@ class StmtTx(ExprTx, ExternTx, WideTx):
         if isinstance(t, ast.Attribute) and ast.unparse(t) == "P.pos":
             self.out(f"P->pos = (uint32_t){self.expr(v)};")
             return
+        if self.extern_assign(t, v):  # clone, resubmit, recirculate requests: cexterns.py
+            return
         wide = self.wide_store(t, v)  # a wide or varbit slot, a wide local: cwide.py
         if wide is not None:
             self.out(wide)

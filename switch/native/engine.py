@@ -67,6 +67,8 @@ def _bind(lib: ctypes.CDLL) -> None:
     lib.p4r_table_default.argtypes = [vp, U32, U32, ctypes.POINTER(U64)]
     lib.p4r_group_set.argtypes = [vp, U32, U32, ctypes.POINTER(U32), ctypes.POINTER(U32)]
     lib.p4r_group_set.restype = ctypes.c_int
+    lib.p4r_sessions_set.argtypes = [vp, U32, ctypes.POINTER(U64), U64]
+    lib.p4r_sessions_set.restype = ctypes.c_int
     lib.p4r_rng_seed.argtypes = [vp, ctypes.POINTER(U32), ctypes.c_int]
     lib.p4r_reg_get.argtypes = [vp, U32, U32]
     lib.p4r_reg_get.restype = U64
@@ -86,8 +88,10 @@ def _bind(lib: ctypes.CDLL) -> None:
         ctypes.c_void_p,
         U32,
         ctypes.POINTER(U32),
+        ctypes.POINTER(ctypes.c_void_p),
     ]
     lib.p4r_process_batch.restype = ctypes.c_int64
+    lib.p4r_buf_free.argtypes = [vp]
     lib.p4r_ctr_get.argtypes = [vp, U32, U32, ctypes.POINTER(U64), ctypes.POINTER(U64)]
     lib.p4r_ctr_set.argtypes = [vp, U32, U32, U64, U64]
     lib.p4r_process_one.argtypes = [
@@ -99,6 +103,7 @@ def _bind(lib: ctypes.CDLL) -> None:
         ctypes.c_void_p,
         U32,
         ctypes.POINTER(U32),
+        ctypes.POINTER(ctypes.c_void_p),
     ]
     lib.p4r_process_one.restype = ctypes.c_int64
     lib.p4r_faults.argtypes = [vp]
@@ -136,7 +141,8 @@ class NativeSwitch:
         self._digests: list[tuple[str, tuple[Any, ...]]] = []
         self._pending_digests: list[tuple[str, tuple[Any, ...]]] = []
         self._log_messages: list[str] = []
-        self._events = bool(program.objects.event_sites)
+        # (a program that clones, resubmits or recirculates may report a packet that looped)
+        self._events = bool(program.objects.event_sites) or program.objects.passes
         self.last_trace: list[str] = []
         self._out_max = program.objects.emit_total + 64
         self._buf = ctypes.create_string_buffer(1 << 16)
@@ -225,6 +231,7 @@ class NativeSwitch:
             self._pre._native = None
         pre._native = self
         pre._pushed = {}
+        pre._pushed_sessions = None  # the sync below replaces the engine's sessions
         self._pre = pre
         pre.sync()
 
@@ -282,6 +289,11 @@ class NativeSwitch:
         rids = (U32 * max(len(reps), 1))(*[r for _, r in reps])
         if self.lib.p4r_group_set(self._E, g, len(reps), ports, rids) != 0:
             raise MemoryError(f"multicast group {g}: the native engine could not store it")
+
+    def sessions_set(self, n: int, flat: Sequence[int]) -> None:
+        words = (U64 * max(len(flat), 1))(*flat)
+        if self.lib.p4r_sessions_set(self._E, n, words, len(flat)) != 0:
+            raise MemoryError("clone sessions: the native engine could not store them")
 
     def vs_set(self, i: int, members: Sequence[tuple[tuple[int, int], ...]]) -> None:
         flat = [x for member in members for pair in member for x in pair]
@@ -368,25 +380,33 @@ class NativeSwitch:
         cap = (self.pre.max_replicas() + 1) * (n + self._out_max + 8) + 64  # type: ignore[attr-defined]
         if len(self._buf) < cap:
             self._buf = ctypes.create_string_buffer(max(cap, 2 * len(self._buf)))
-        used = self._used
-        r = self._one(self._E, port, data, n, self.clock(), self._buf, cap, self._used_ref)
+        used, spill = self._used, ctypes.c_void_p()
+        r = self._one(
+            self._E,
+            port,
+            data,
+            n,
+            self.clock(),
+            self._buf,
+            cap,
+            self._used_ref,
+            ctypes.byref(spill),
+        )
+        raw = self._take(self._buf, used.value, spill)
         if self._events and (fault := drain_events(self)) is not None and r < 0:
             raise fault
         if r < 0:
             raise NativeError("the native engine failed on the packet")
-        if r == 0:
-            return []
-        raw = ctypes.string_at(self._buf, used.value)
-        if r == 1:
-            return [(_HEAD.unpack_from(raw)[0], raw[8:])]
-        out = []
-        pos = 0
-        while pos < len(raw):
-            p, ln = _HEAD.unpack_from(raw, pos)
-            pos += 8
-            out.append((p, raw[pos : pos + ln]))
-            pos += ln
-        return out
+        return _frames(raw)
+
+    def _take(self, buf: Any, used: int, spill: ctypes.c_void_p) -> bytes:
+        """The records the engine wrote: in buf, or in its own buffer when they did not fit."""
+        if spill.value:
+            try:
+                return ctypes.string_at(spill.value, used)
+            finally:
+                self.lib.p4r_buf_free(spill)
+        return ctypes.string_at(buf, used)
 
     def process_batch(self, packets: Sequence[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
         """Run packets in order in one call; return every frame that left, in order."""
@@ -411,7 +431,7 @@ class NativeSwitch:
         if len(self._buf) < cap:
             self._buf = ctypes.create_string_buffer(max(cap, 2 * len(self._buf)))
         buf = self._buf
-        used = U32(0)
+        used, spill = U32(0), ctypes.c_void_p()
         r = self.lib.p4r_process_batch(
             self._E,
             n,
@@ -423,17 +443,9 @@ class NativeSwitch:
             buf,
             cap,
             ctypes.byref(used),
+            ctypes.byref(spill),
         )
-        raw = ctypes.string_at(buf, used.value)
-        out: list[tuple[int, bytes]] = []
-        pos = 0
-        end = len(raw)
-        unpack = _HEAD.unpack_from
-        while pos < end:
-            p, ln = unpack(raw, pos)
-            pos += 8
-            out.append((p, raw[pos : pos + ln]))
-            pos += ln
+        out = _frames(self._take(buf, used.value, spill))
         if self._events and (fault := drain_events(self)) is not None and r < 0:
             raise fault
         if r < 0:
@@ -464,3 +476,17 @@ class NativeSwitch:
             self.close()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+
+def _frames(raw: bytes) -> list[tuple[int, bytes]]:
+    """[u32 port][u32 len][bytes] records as [(port, bytes)]."""
+    out: list[tuple[int, bytes]] = []
+    pos = 0
+    end = len(raw)
+    unpack = _HEAD.unpack_from
+    while pos < end:
+        p, ln = unpack(raw, pos)
+        pos += 8
+        out.append((p, raw[pos : pos + ln]))
+        pos += ln
+    return out

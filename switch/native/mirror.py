@@ -298,14 +298,20 @@ _PRE_MUTATORS = (
     "node_associate",
     "node_dissociate",
     "set_group",
+    "mirroring_add",
+    "mirroring_add_mc",
+    "mirroring_delete",
 )
+MAX_GROUP = 65536  # mcast_grp is bit<16>: a group above (a clone session's own) only clones
 
 
 class NativePre(PacketReplicationEngine):
-    """The replication engine, its multicast groups pushed into the engine after each change."""
+    """The replication engine, its multicast groups and clone sessions pushed into the engine
+    after each change."""
 
     _native: Any = None
     _pushed: dict[int, list[tuple[int, int]]]
+    _pushed_sessions: list[int] | None = None
 
     def sync(self) -> None:
         eng = self._native
@@ -314,7 +320,7 @@ class NativePre(PacketReplicationEngine):
         pushed = getattr(self, "_pushed", None)
         if pushed is None:
             pushed = self._pushed = {}
-        now = {g: self.replicas(g) for g in self.groups}
+        now = {g: self.replicas(g) for g in self.groups if g < MAX_GROUP}
         for g in list(pushed):
             if g not in now or not now[g]:
                 eng.group_set(g, [])
@@ -323,6 +329,23 @@ class NativePre(PacketReplicationEngine):
             if reps and pushed.get(g) != reps:
                 eng.group_set(g, reps)
                 pushed[g] = reps
+        # clone sessions, each with its group's replicas resolved (a group changes them too)
+        flat = self.session_words()
+        if flat != self._pushed_sessions:
+            eng.sessions_set(len(self.sessions), flat)
+            self._pushed_sessions = flat
+
+    def session_words(self) -> list[int]:
+        """Every session as runtime/p4r_queues.c's p4r_sessions_set reads them, by id."""
+        flat: list[int] = []
+        for sid in sorted(self.sessions):
+            s = self.sessions[sid]
+            reps = self.replicas(s.group) if s.group is not None else []
+            port = s.port if s.port is not None else 0
+            flat += [sid, s.truncate, int(s.port is not None), port, len(reps)]
+            for p, rid in reps:
+                flat += [p, rid]
+        return flat
 
     def max_replicas(self) -> int:
         pushed = getattr(self, "_pushed", None) or {}

@@ -201,7 +201,7 @@ def release_all(t: Table) -> None:
 
 
 # ---------------------------------------------------------------------- events
-EV_DIGEST, EV_LOG, EV_FAULT, EV_COMMIT = 1, 2, 3, 4
+EV_DIGEST, EV_LOG, EV_FAULT, EV_COMMIT, EV_LOOP = 1, 2, 3, 4, 5
 log = logging.getLogger("p4reduce.switch")  # the interpreter's logger (V1Switch.log_msg)
 
 
@@ -251,6 +251,9 @@ def drain_events(sw: Any) -> P4RuntimeFault | None:
         if kind == EV_COMMIT:
             sw._digests.extend(sw._pending_digests)
             sw._pending_digests.clear()
+            continue
+        if kind == EV_LOOP:  # V1Switch.process's warning, word for word
+            log.warning("packet from port %d looped more than %d times; dropped", *raw)
             continue
         what, text, where, flags = sites[site]
         values = tuple(event_value(v, f) for v, f in zip(raw, flags, strict=True))

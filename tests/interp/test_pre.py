@@ -186,6 +186,19 @@ def test_clone_sessions(pre: PacketReplicationEngine) -> None:
         pre.mirroring_delete(5)
 
 
+def test_clone_session_values_out_of_range_are_refused(pre: PacketReplicationEngine) -> None:
+    with pytest.raises(PreError, match="clone session id -1 must be in 0..4294967295"):
+        pre.mirroring_add(-1, 4)
+    with pytest.raises(PreError, match="clone session id 4294967296"):
+        pre.mirroring_add_mc(1 << 32, 1)
+    with pytest.raises(PreError, match="clone session 5: truncation -3 out of range"):
+        pre.mirroring_add(5, 4, truncate=-3)
+    with pytest.raises(PreError, match="clone session 5: port -2 out of range"):
+        pre.mirroring_add(5, -2)
+    assert pre.sessions == {}  # nothing half-made
+    pre.mirroring_add((1 << 32) - 1, 511, (1 << 32) - 1)  # the edges are fine
+
+
 # ---------------------------------------------------------------------- end to end
 
 # header h_t: grp(16) session(8) rid(16) inst(32) eport(16) -> 11 bytes

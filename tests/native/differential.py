@@ -25,6 +25,7 @@ class Op:
     # | meter | dmeter | dctr
     # | vs_add | vs_clear | vs_replace (parser value sets)
     # | member | member_set | member_del | group | group_del | ref_add | ref_modify (profiles)
+    # | mirror | mirror_mc | mirror_del | set_group (clone sessions and P4Runtime-style groups)
     args: tuple[Any, ...]
 
 
@@ -79,6 +80,18 @@ def _run(sw: Any, op: Op) -> Any:
         return "ok"
     if op.kind in PROFILE_OPS:
         return _run_profile(sw, op)
+    if op.kind == "mirror":
+        sw.pre.mirroring_add(*a)
+        return "ok"
+    if op.kind == "mirror_mc":
+        sw.pre.mirroring_add_mc(*a)
+        return "ok"
+    if op.kind == "mirror_del":
+        sw.pre.mirroring_delete(a[0])
+        return "ok"
+    if op.kind == "set_group":  # a group above 65535 is a P4Runtime clone session's own
+        sw.pre.set_group(a[0], list(a[1]), internal=a[0] > 65535)
+        return "ok"
     if op.kind == "crc":
         sw.pipeline.namespace[a[0]].__self__.set_crc_params(a[1])
         return "ok"
@@ -284,7 +297,11 @@ def random_crc_op(rng: random.Random, pipeline: Pipeline) -> Op | None:
     return Op("crc", (name, params))
 
 
-def random_control_op(rng: random.Random, pipeline: Pipeline, pool: list[int]) -> Op:
+def random_control_op(
+    rng: random.Random, pipeline: Pipeline, pool: list[int], clones: bool = False
+) -> Op:
+    if clones and rng.random() < 0.4:  # the program clones: its sessions come and go
+        return random_pre_op(rng)
     if rng.random() < 0.4 and (op := random_profile_op(rng, pipeline, pool)) is not None:
         return op
     if rng.random() < 0.25 and (op := random_meter_op(rng, pipeline)) is not None:
@@ -311,6 +328,27 @@ def random_control_op(rng: random.Random, pipeline: Pipeline, pool: list[int]) -
         ports = tuple(rng.sample(range(8), rng.randint(0, 3)))
         return Op("node", (g, rng.randint(0, 5), ports))
     return Op("grp_destroy", (g,))
+
+
+SESSIONS = [1, 2, 3, 4, 5, 6, 7, 9, 10]
+TRUNCATIONS = [0, 0, 0, 1, 5, 9, 14, 20, 60, 4000]
+
+
+def random_pre_op(rng: random.Random) -> Op:
+    """A clone session added (to a port or a group, with or without truncation), replaced
+    or deleted, or a group's replicas replaced (groups sessions name, internal ones too)."""
+    sid = rng.choice(SESSIONS)
+    r = rng.random()
+    if r < 0.3:
+        return Op("mirror", (sid, rng.randrange(8), rng.choice(TRUNCATIONS)))
+    if r < 0.55:
+        g = rng.choice([1, 2, 3, 256, 65536 + rng.choice(SESSIONS)])
+        return Op("mirror_mc", (sid, g, rng.choice(TRUNCATIONS)))
+    if r < 0.7:
+        return Op("mirror_del", (sid,))
+    g = rng.choice([1, 2, 3, 256, 65536 + rng.choice(SESSIONS)])
+    reps = tuple((rng.randrange(8), rng.randrange(4)) for _ in range(rng.randint(0, 3)))
+    return Op("set_group", (g, reps))
 
 
 def random_value_set_op(rng: random.Random, pipeline: Pipeline, pool: list[int]) -> Op:

@@ -74,3 +74,40 @@ def test_batch_bad_arguments_raise_with_context() -> None:
     sw.close()
     with pytest.raises((TypeError, ValueError)):
         sw.process(1, b"\x00" * 60)  # a closed engine is refused, never touched
+
+
+def test_every_clone_and_copy_comes_back_on_both_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A packet that sends more frames than its multicast group has members (I2E clones to
+    a group, E2E clones of each copy, recirculations): the C module and the ctypes path
+    (whose first buffer is sized by the largest group, then grows in C) return every frame,
+    in the interpreter's order."""
+    from p4reduce.switch.frontend.compiler import CompileOptions
+    from p4reduce.switch.interp.load import load_pipeline
+    from p4reduce.switch.native.select import make_switch
+
+    root = Path(__file__).resolve().parents[2]
+    opts = CompileOptions(include_dirs=[root / "bmv2_tests"])
+    path = Path(__file__).parent / "p4" / "passes_ops.p4"
+    sws = [make_switch(load_pipeline(path, opts), e, clock=lambda: 0) for e in ("python", "native")]
+    sws.append(make_switch(load_pipeline(path, opts), "native", clock=lambda: 0))
+    for sw in sws:
+        sw.pre.set_group(2, [(p, 1) for p in range(1, 5)])
+        sw.pre.mirroring_add_mc(3, 2)  # I2E and E2E clones: four copies each
+    ref, fast, slow = sws
+    assert fast.engine == slow.engine == "native"
+    # op 0x81: I2E clones (field list 1) to the group, unicast to port 2, each of the five
+    # recirculated once (25 frames); op 0x41: the same clones, each with four E2E clones
+    # (25 frames); a packet too short for the header; 200-byte payloads, so the frames
+    # outgrow a buffer sized for one group's copies
+    payload = bytes(range(200))
+    frames = [
+        (1, bytes([0x81, 3, 1, 0, 2, 1, 0]) + payload),
+        (2, bytes([0x41, 3, 1, 0, 2, 0, 0]) + payload),
+        (3, bytes([0x18, 3])),
+    ]
+    expected = [ref.process(p, f) for p, f in frames]
+    assert [len(x) for x in expected] == [25, 25, 1]
+    assert [fast.process(p, f) for p, f in frames] == expected
+    monkeypatch.setattr(native_engine, "_batch", None)  # the ctypes path
+    assert [slow.process(p, f) for p, f in frames] == expected
+    assert slow.process_batch(frames) == [x for p, f in frames for x in ref.process(p, f)]

@@ -86,6 +86,23 @@ BMV2_PROGRAMS = [
     "err_header_too_short",
 ]
 
+# bmv2_tests programs that clone, resubmit or recirculate: random clone session operations
+# (to a port, to a group, truncated, deleted; groups changed under them) as well
+PASSES_PROGRAMS = [
+    "clone_e2e",
+    "clone_i2e",
+    "clone_i2e_field_list",
+    "clone_sessions",
+    "clone_to_multicast",
+    "recirc_basic",
+    "recirc_ingress_port",
+    "recirc_loop",
+    "resubmit_basic",
+    "resubmit_egress_view",
+    "resubmit_ingress_port",
+    "resubmit_twice",
+]
+
 # programs written for this test (tests/native/p4/), each aimed at one construct's edges
 OWN = Path(__file__).resolve().parent / "p4"
 OWN_PROGRAMS = [
@@ -139,6 +156,7 @@ def _drive(
     frames: list[bytes],
     steps: int,
     now: list[int] | None = None,
+    clones: bool = False,
 ) -> None:
     pool = _pool(frames)
     pipeline = py.pipeline  # type: ignore[attr-defined]
@@ -149,7 +167,7 @@ def _drive(
             f = rng.choice(frames)
             op = Op("packet", (rng.randrange(8), f if rng.random() < 0.3 else mutate(rng, f)))
         else:
-            op = random_control_op(rng, pipeline, pool)
+            op = random_control_op(rng, pipeline, pool, clones)
         a, b = run(py, op), run(nat, op)
         assert a == b, f"step {step}: {op} gave\n python {a}\n native {b}"
         assert repr(py.digests) == repr(nat.digests), f"step {step}: digests differ"  # type: ignore[attr-defined]
@@ -164,6 +182,56 @@ def test_bmv2_programs_agree(name: str, seed: int) -> None:
     now = [seed % 1000]
     py, nat = _pair(path, CompileOptions(include_dirs=[BMV2]), now=now)
     _drive(py, nat, random.Random(seed), _corpus(path), 150, now)
+
+
+@pytest.mark.parametrize("name", PASSES_PROGRAMS)
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_clone_resubmit_recirculate_programs_agree(name: str, seed: int) -> None:
+    path = BMV2 / f"{name}.p4"
+    py, nat = _pair(path, CompileOptions(include_dirs=[BMV2]))
+    _drive(py, nat, random.Random(seed), _corpus(path), 120, clones=True)
+
+
+def _passes_frames(rng: random.Random, n: int) -> list[bytes]:
+    """Packets of tests/native/p4/passes_ops.p4 (op, session, fl, grp, port, loops, trunc,
+    payload): every request, sessions the control plane knows or not, known and unknown
+    field lists, groups, drops, a few passes, now and then a loop to the 1000-pass limit."""
+    out = []
+    for _ in range(n):
+        loops = rng.choice([0, 1, 2, 3, 0x81, 0x82, 0x43]) if rng.random() < 0.97 else 0xFF
+        out.append(
+            bytes(
+                [
+                    rng.getrandbits(8),
+                    rng.choice([1, 2, 3, 4, 5, 6, 8, 9]),
+                    rng.choice([0, 1, 2, 3, 7, 0x81, 0x82]),
+                    rng.choice([0, 0, 1, 2, 3]),
+                    rng.choice([1, 2, 3, 5, 0x7F, 0]),
+                    loops,
+                    rng.choice([0, 0, 0, 3, 8, 12, 40]),
+                ]
+            )
+            + bytes(rng.getrandbits(8) for _ in range(rng.choice([0, 1, 9, 30])))
+        )
+    return out
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_passes_program_agrees(seed: int) -> None:
+    """tests/native/p4/passes_ops.p4: clones (I2E with a run-time field list index, plain,
+    clone3; E2E), resubmits and recirculations (field lists and data), multicast, drops and
+    truncation combined, with clone sessions and groups changed at random between packets."""
+    path = OWN / "passes_ops.p4"
+    py, nat = _pair(path, CompileOptions(include_dirs=[BMV2]))
+    rng = random.Random(seed)
+    for sw in (py, nat):  # a start: some sessions and groups exist
+        sw.pre.mirroring_add(1, 4)  # type: ignore[attr-defined]
+        sw.pre.mirroring_add(2, 5, 9)  # type: ignore[attr-defined]
+        sw.pre.set_group(2, [(1, 1), (2, 1), (3, 2)])  # type: ignore[attr-defined]
+        sw.pre.mirroring_add_mc(3, 2)  # type: ignore[attr-defined]
+    _drive(py, nat, rng, _passes_frames(rng, 24), 150, clones=True)
 
 
 def _edge_frames(rng: random.Random, n: int, length: int) -> list[bytes]:

@@ -92,3 +92,40 @@ def test_control_plane_changes_between_frames_are_seen() -> None:
     handler(ctx, w.port, frame2, len(frame2), emit, None)
     after = fab.job_counters(job.index)  # type: ignore[attr-defined]
     assert after == before  # an unknown sender is counted under no job of this index
+
+
+def test_handler_emits_clones_resubmits_and_recirculations_in_order() -> None:
+    """The I/O loop's entry point runs a packet's whole tree of passes (I2E and E2E clones
+    through a session to a group, multicast, resubmit, recirculate, truncation) and emits the
+    frames in the order the interpreter sends them; a session deleted between frames is seen."""
+    from p4reduce.switch.frontend.compiler import CompileOptions
+    from p4reduce.switch.interp.load import load_pipeline
+    from p4reduce.switch.native.select import make_switch
+
+    opts = CompileOptions(include_dirs=[Path(__file__).resolve().parents[2] / "bmv2_tests"])
+    path = Path(__file__).parent / "p4" / "passes_ops.p4"
+    ref = make_switch(load_pipeline(path, opts), "python", clock=lambda: 0)
+    nat = make_switch(load_pipeline(path, opts), "native", clock=lambda: 0)
+    assert nat.engine == "native"
+    handler = HANDLER(nat.native_handler()[0])
+    got: list[tuple[int, bytes]] = []
+
+    @EMIT
+    def emit(_ctx: object, port: int, frame: object, length: int) -> None:
+        got.append((port, ctypes.string_at(frame, length)))
+
+    def check(port: int, frame: bytes) -> list[tuple[int, bytes]]:
+        got.clear()
+        assert handler(nat.native_handler()[1], port, frame, len(frame), emit, None) == 0
+        assert got == ref.process(port, frame)
+        return list(got)
+
+    for sw in (ref, nat):
+        sw.pre.set_group(2, [(3, 1), (4, 2)])
+        sw.pre.mirroring_add_mc(3, 2, 12)  # to the group, cut to 12 bytes
+    # I2E clones by field list, E2E clones, recirculate once, truncation
+    assert len(check(1, bytes([0xC1, 3, 1, 0, 2, 1, 40]) + bytes(60))) > 10
+    assert len(check(2, bytes([0x18, 3, 2, 2, 5, 2, 0]) + bytes(8))) == 2  # resubmits, group
+    for sw in (ref, nat):
+        sw.pre.mirroring_delete(3)
+    assert len(check(1, bytes([0x01, 3, 1, 0, 2, 0, 0]))) == 1  # no session: no clone

@@ -18,7 +18,7 @@ from p4reduce.switch.native.build import compiler
 ROOT = Path(__file__).resolve().parents[2]
 
 CHILD = r"""
-import random, sys
+import logging, random, sys
 from pathlib import Path
 from p4reduce.switch.frontend.compiler import CompileOptions
 from p4reduce.switch.interp.load import load_pipeline
@@ -48,6 +48,8 @@ programs = [
     (root / "bmv2_tests" / "err_header_too_short.p4", [root / "bmv2_tests"]),
     (root / "bmv2_tests" / "arith_wide.p4", [root / "bmv2_tests"]),
     (root / "bmv2_tests" / "hash_identity.p4", [root / "bmv2_tests"]),
+    # clone (I2E, E2E, clone3), resubmit, recirculate, loops to the pass limit
+    (root / "tests" / "native" / "p4" / "passes_ops.p4", [root / "bmv2_tests"]),
 ]
 
 
@@ -79,6 +81,7 @@ def profiles_churn(pipeline, rng):
 
 rng = random.Random(7)
 total = 0
+logging.getLogger("p4reduce.switch").setLevel(logging.ERROR)  # packets that loop are expected
 for path, inc in programs:
     pipeline = load_pipeline(path, CompileOptions(include_dirs=inc))
     sw = NativeSwitch(pipeline, generate(pipeline), sanitize=True)
@@ -102,6 +105,12 @@ for path, inc in programs:
     profiles_churn(pipeline, rng)
     sw.pre.mgrp_create(1)
     sw.pre.node_associate(1, sw.pre.node_create(0, [1, 2, 3]))
+    for sid in range(256):  # clone sessions to ports (truncated or not) and to groups
+        if sid % 2:
+            sw.pre.mirroring_add(sid, sid % 8, (sid * 7) % 50)
+        else:
+            sw.pre.mirroring_add_mc(sid, 1 if sid % 4 else 65536 + sid)
+            sw.pre.set_group(65536 + sid, [(sid % 5, 1), (7, 2)], internal=True)
     seeds = [bytes(rng.getrandbits(8) for _ in range(n)) for n in (0, 1, 13, 14, 33, 34, 42)]
     seeds.append(bytes.fromhex("ffffffffffff020000000001080045000030000100004011") + bytes(40))
     seeds.append(seeds[-1] + bytes(3000))  # payload checksums past their stack buffer
@@ -185,4 +194,4 @@ def test_malformed_packets_under_asan_and_ubsan(tmp_path: Path) -> None:
     report = run.stderr[-4000:]
     assert run.returncode == 0, report
     assert "runtime error" not in run.stderr and "AddressSanitizer" not in run.stderr, report
-    assert "fuzzed 21600" in run.stdout
+    assert "fuzzed 22800" in run.stdout

@@ -185,6 +185,7 @@ static int p4r_hash_payload(uint64_t (*fn)(const uint8_t *, uint32_t), const uin
 #define P4R_EV_LOG 2
 #define P4R_EV_FAULT 3
 #define P4R_EV_COMMIT 4 /* an ingress ended: the digests since the last commit are delivered */
+#define P4R_EV_LOOP 5   /* a packet looped past P4R_MAX_PASSES: [port, limit] (p4r_path.c) */
 #define P4R_EV_MAX (1u << 22)
 
 /* Wake the Python side (NativeDataplane) when a record it can deliver arrives, so that

@@ -97,7 +97,20 @@ typedef struct p4r_engine {
     int ev_notify;           /* 1 + the eventfd told of deliverable events; 0: none */
     uint32_t ev_signalled;   /* the eventfd was written since Python last took events */
     uint32_t ev_open_digests; /* digest records since the last commit (p4r_externs.c) */
+    struct p4r_passes *q; /* the packet path's queues and clone sessions (p4r_queues.c) */
 } p4r_engine;
+
+/* A clone, resubmit or recirculate request of the packet's current control (the interpreter's
+ * CloneRequest / PreserveRequest; the last call wins): p4r_path.c acts on it at the end of
+ * ingress or egress. */
+typedef struct p4r_req {
+    uint32_t set;     /* 0: no request (Python's None) */
+    uint32_t kind;    /* clone: 0 ingress-to-egress, 1 egress-to-egress */
+    uint64_t session; /* clone: the mirroring session */
+    uint32_t has_fl;  /* 1: the @field_list index fl is preserved */
+    uint32_t xfl;     /* the explicit slots preserved (clone3, resubmit(data)): P4R_XFL id, 0 none */
+    uint64_t fl;
+} p4r_req;
 
 typedef struct p4r_pkt {
     p4r_engine *E;
@@ -108,6 +121,7 @@ typedef struct p4r_pkt {
     uint64_t now;
     uint64_t color; /* the colour of the direct meter of the entry just hit */
     uint64_t truncate; /* the smallest truncate() length asked for; UINT64_MAX: none */
+    p4r_req clone, resubmit, recirc;
     uint32_t outlen;
     uint8_t out[P4R_OUT_MAX + 1];
 } p4r_pkt;
