@@ -17,9 +17,10 @@ ROOT = Path(__file__).resolve().parents[2]
 BMV2 = ROOT / "bmv2_tests"
 
 
-def compiled(name: str, out: Path) -> Path:
-    """``bmv2_tests/NAME.p4`` compiled by p4reduce-p4c, as LocalStack compiles its program."""
-    assert p4c_main(["-I", str(BMV2), "-o", str(out), str(BMV2 / f"{name}.p4")]) == 0
+def compiled(name: str, out: Path, where: Path = BMV2) -> Path:
+    """``WHERE/NAME.p4`` (bmv2_tests by default) compiled by p4reduce-p4c, as LocalStack
+    compiles its program."""
+    assert p4c_main(["-I", str(BMV2), "-o", str(out), str(where / f"{name}.p4")]) == 0
     return out / f"{name}.json"
 
 
@@ -56,8 +57,9 @@ def test_prebuild_fills_the_cache_and_the_switch_then_needs_no_compiler(
 
 def test_prebuild_says_why_it_could_not(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("P4REDUCE_CACHE_DIR", str(tmp_path / "cache"))
-    refused = prebuild(compiled("parser_varbit", tmp_path), lambda: pytest.fail("compiled"))
-    assert refused.path is None and "varbit" in (refused.reason or "")
+    own = Path(__file__).resolve().parent / "p4"  # every bmv2_tests program runs natively
+    refused = prebuild(compiled("refused_signed_wide", tmp_path, own), lambda: pytest.fail("cc"))
+    assert refused.path is None and "signed, over 64 bits" in (refused.reason or "")
     prog = compiled("table_exact", tmp_path)
     monkeypatch.setenv("P4REDUCE_CC", "/nonexistent/cc")
     missing = prebuild(prog, lambda: pytest.fail("compiled"))
