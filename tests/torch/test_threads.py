@@ -82,10 +82,16 @@ def test_powersgd_goes_through_the_switch(hooks: list[dict[str, Any]]) -> None:
 def test_hooks_broken_in_torch_fail_alike_on_both(
     hooks: list[dict[str, Any]], name: str, error: str, step: int
 ) -> None:
-    # these hooks of torch 2.13 fail on gloo too; the p4reduce group changes nothing of that
+    # these hooks of torch 2.13 fail on gloo too; the p4reduce group changes nothing of that.
+    # The chain of errors (the message's first line) must be the same; the Python frames
+    # torch appends after it are those of whichever thread ran the callback, which is a
+    # matter of timing on either backend (inline when the future was already done)
+    def essence(e: dict[str, Any]) -> tuple[Any, ...]:
+        return e["type"], (e.get("message") or "").split("\n")[0], e.get("step")
+
     for r in hooks:
         a = r["hooks"][f"{name}_as_shipped"]
-        assert a["p4reduce"] == a["gloo"], a
+        assert essence(a["p4reduce"]) == essence(a["gloo"]), a
         assert error in a["gloo"]["type"] + a["gloo"]["message"], a
         assert a["gloo"]["step"] == step, a
 
