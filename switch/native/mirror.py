@@ -177,13 +177,16 @@ class NativeRegister(Register):
             return
         eng, r = self._native
         if len(indexes) == self.size:
-            cells = [value] * self.size
-        else:
-            cells = eng.reg_bulk(r, self.size)
-            for i in indexes:
-                _check_index(self.name, i, self.size)
-                cells[i] = value
-        eng.reg_bulk(r, self.size, cells)
+            eng.reg_bulk(r, self.size, [value] * self.size)
+            return
+        # Only the named cells, one engine store each. Never read the whole array and write
+        # it back: the native I/O loop updates the other cells meanwhile, without the GIL,
+        # and the write-back would undo those updates (a controller clearing one job's slots
+        # rewound the bitmaps of another job that was aggregating at the time).
+        for i in indexes:
+            _check_index(self.name, i, self.size)
+        for i in indexes:
+            eng.reg_set(r, i, value)
 
     def reset(self) -> None:
         eng, r = self._native
