@@ -99,11 +99,17 @@ class CellView:
 
     def __setitem__(self, i: int | slice, v: Any) -> None:
         if isinstance(i, slice):
-            cells = self._get_all()
-            cells[i] = v
-            if len(cells) != self.size:
+            # Only the cells of the slice, unless it is all of them: reading every cell and
+            # writing them all back would undo what packets of the native I/O loop changed
+            # in the other cells meanwhile (see NativeRegister.cp_fill)
+            where, values = range(self.size)[i], list(v)
+            if len(values) != len(where):
                 raise ValueError("cannot change the number of cells")
-            self._put_all(cells)
+            if where == range(self.size):
+                self._put_all(values)
+                return
+            for k, x in zip(where, values, strict=True):
+                self._put(k, x)
             return
         if i < 0:
             i += self.size
