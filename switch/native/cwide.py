@@ -202,30 +202,15 @@ class WideTx:
         return None
 
     def varbit_slot(self, e: ast.expr) -> int | None:
-        if (
-            isinstance(e, ast.Subscript)
-            and isinstance(e.value, ast.Name)
-            and e.value.id == "S"
-            and isinstance(e.slice, ast.Constant)
-            and isinstance(e.slice.value, int)
-            and e.slice.value in self.objects.vmax
-        ):
-            return int(e.slice.value)
-        return None
+        k = constant_slot(e)
+        return k if k is not None and k in self.objects.vmax else None
 
     def wide_slot(self, e: ast.expr) -> int | None:
         """The slot number of ``S[k]`` when slot k holds more than 64 bits (not a varbit)."""
-        if (
-            isinstance(e, ast.Subscript)
-            and isinstance(e.value, ast.Name)
-            and e.value.id == "S"
-            and isinstance(e.slice, ast.Constant)
-            and isinstance(e.slice.value, int)
-            and e.slice.value not in self.objects.vmax
-            and self.objects.slot_bits(e.slice.value) > 64
-        ):
-            return int(e.slice.value)
-        return None
+        k = constant_slot(e)
+        if k is None or k in self.objects.vmax or self.objects.slot_bits(k) <= 64:
+            return None
+        return k
 
     def note_bits(self, bits: int) -> None:
         if bits < INF:
@@ -460,3 +445,17 @@ class WideTx:
         if src is not None and words(self.objects.vmax[src]) == nv:
             return f"memmove(S + {b}, S + {self.objects.base[src]}, {(1 + nv) * 8});"
         raise Unsupported(f"the varbit assignment {ast.unparse(t)} = {ast.unparse(v)}")
+
+
+def constant_slot(e: ast.expr) -> int | None:
+    """k for ``S[k]`` with a constant slot number k (a field or metadata slot), else None."""
+    if (
+        isinstance(e, ast.Subscript)
+        and isinstance(e.value, ast.Name)
+        and e.value.id == "S"
+        and isinstance(e.slice, ast.Constant)
+        and isinstance(e.slice.value, int)
+        and not isinstance(e.slice.value, bool)
+    ):
+        return int(e.slice.value)
+    return None
