@@ -6,10 +6,7 @@ they waited in the engine until some Python call drained it."""
 from __future__ import annotations
 
 import queue
-import re
-import signal
 import socket
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -23,34 +20,11 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from p4reduce.switch.frontend.cli import main as p4c_main
 from p4reduce.switch.native.build import compiler
 
-EXE = Path(sys.executable).parent / "p4reduce-switch"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from switchproc import Switch  # noqa: E402
+
 PROGRAM = Path(__file__).resolve().parent / "digest_udp.p4"  # digests each datagram's value
 WAIT = 30.0  # seconds a digest may take on a loaded machine; one that comes is fast
-
-
-class Switch:
-    """``p4reduce-switch ARGS`` until its ready line (the P4Runtime and UDP addresses)."""
-
-    def __init__(self, args: list[str]) -> None:
-        self.proc = subprocess.Popen(
-            [str(EXE), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        line = self.proc.stdout.readline() if self.proc.stdout else ""
-        m = re.search(r"P4Runtime ([\d.]+:\d+), UDP adapter ([\d.]+):(\d+)", line)
-        if m is None:
-            self.proc.kill()
-            raise AssertionError(f"switch did not start: {line!r} {self.proc.stderr.read()!r}")
-        self.grpc, self.udp = m[1], (m[2], int(m[3]))
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout=20)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
 
 
 @pytest.fixture(scope="module")

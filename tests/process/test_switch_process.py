@@ -4,7 +4,6 @@ datagrams through the loopback adapter, and a clean stop on SIGTERM/SIGINT."""
 from __future__ import annotations
 
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -19,7 +18,8 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from p4reduce.switch.frontend.cli import main as p4c_main
 
 HERE = Path(__file__).resolve().parent
-EXE = Path(sys.executable).parent / "p4reduce-switch"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from switchproc import EXE, Switch  # noqa: E402
 
 
 def udp_socket() -> socket.socket:
@@ -27,29 +27,6 @@ def udp_socket() -> socket.socket:
     s.bind(("127.0.0.1", 0))
     s.settimeout(10)
     return s
-
-
-class Switch:
-    def __init__(self, args: list[str]) -> None:
-        self.proc = subprocess.Popen(
-            [str(EXE), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        line = self.proc.stdout.readline() if self.proc.stdout else ""
-        m = re.search(r"P4Runtime ([\d.]+):(\d+)(?:, UDP adapter ([\d.]+):(\d+))?", line)
-        if m is None:
-            self.proc.kill()
-            raise AssertionError(f"switch did not start: {line!r} {self.proc.stderr.read()!r}")
-        self.grpc = f"{m[1]}:{m[2]}"
-        self.udp = (m[3], int(m[4])) if m[3] else None
-
-    def stop(self, sig: int = signal.SIGTERM) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        try:
-            return self.proc.wait(timeout=20)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
 
 
 @pytest.fixture
