@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..interp.builder import Pipeline
 from ..interp.externs import ActionProfile, Counter, Meter, Register, ValueSet
@@ -184,11 +184,10 @@ def generate(pipeline: Pipeline) -> NativeProgram:
     cache_key = (pipeline.source, objects_signature(objs))
     cached = _CACHE.get(cache_key)
     if cached is not None:
-        objs.emit_total, objs.bitbuf_max, objs.wide_bits = cached[1], cached[2], cached[5]
-        objs.event_sites = list(cached[3])
-        objs.crcs = list(cached[4])
-        objs.passes = cached[6]
-        return NativeProgram(cached[0], objs)
+        objs.emit_total, objs.bitbuf_max = cached.emit_total, cached.bitbuf_max
+        objs.event_sites, objs.crcs = list(cached.event_sites), list(cached.crcs)
+        objs.wide_bits, objs.passes = cached.wide_bits, cached.passes
+        return NativeProgram(cached.source, objs)
     mod = ast.parse(pipeline.source)
     fdefs = [f for f in mod.body if isinstance(f, ast.FunctionDef)]
     if len(fdefs) != len(mod.body):
@@ -282,7 +281,7 @@ def generate(pipeline: Pipeline) -> NativeProgram:
     source = "\n".join(parts) + "\n"
     if len(_CACHE) > 64:
         _CACHE.clear()
-    _CACHE[cache_key] = (
+    _CACHE[cache_key] = _Generated(
         source,
         objs.emit_total,
         objs.bitbuf_max,
@@ -294,7 +293,20 @@ def generate(pipeline: Pipeline) -> NativeProgram:
     return NativeProgram(source, objs)
 
 
-_CACHE: dict[tuple[str, str], tuple[Any, ...]] = {}
+class _Generated(NamedTuple):
+    """What generate() learns while translating, kept with the source so that a cache hit
+    restores it into the new ProgramObjects."""
+
+    source: str
+    emit_total: int
+    bitbuf_max: int
+    event_sites: tuple[Any, ...]
+    crcs: tuple[Any, ...]
+    wide_bits: int
+    passes: bool
+
+
+_CACHE: dict[tuple[str, str], _Generated] = {}
 
 
 def objects_signature(objs: ProgramObjects) -> str:
