@@ -144,8 +144,9 @@ class ExprTx:
         if (vp := self.varbit_part(e)) is not None:  # type: ignore[attr-defined]
             return f"S[{self.objects.base[vp[0]] + vp[1]}]"  # width, or the value's low word
         if isinstance(base, ast.Name) and (r := self.objects.register_cells(base.id)) is not None:
-            n = self.objects.reg_words.get(r, 1)  # a wide register: its cell's low word
-            return f"P->E->reg[{r}][{self.expr(e.slice)}{f' * {n}' if n > 1 else ''}]"
+            # a wide register: its cell's low word; a banked one: its column of the cell
+            n = self.objects.reg_words.get(r, 1) * self.objects.reg_stride(r)
+            return f"P->E->reg[{r}][({self.expr(e.slice)}){f' * {n}' if n > 1 else ''}]"
         if isinstance(base, ast.Call) and isinstance(e.slice, ast.Constant):
             res = self.apply_result(base)
             if e.slice.value == 0:

@@ -22,7 +22,7 @@ from .csigns import Signs
 from .cstmts import StmtTx
 from .cwide import words
 
-GENERATOR_VERSION = "4"
+GENERATOR_VERSION = "5"
 STD_NEEDED = (
     "ingress_port",
     "egress_spec",
@@ -87,6 +87,13 @@ class ProgramObjects:
     arg_words: dict[str, list[int]] = field(default_factory=dict)
     wide_params: dict[str, dict[int, int]] = field(default_factory=dict)
     reg_words: dict[int, int] = field(default_factory=dict)  # wide register -> words per cell
+    # registers of one word per cell and the same size share a bank laid out cell-major
+    # (bank_registers): register -> (its bank's first register, its column, the bank's width)
+    reg_bank: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+
+    def reg_stride(self, r: int) -> int:
+        """Words between cell i and cell i + 1 of register r: its bank's width (1 alone)."""
+        return self.reg_bank[r][2] if r in self.reg_bank else 1
 
     def arg_columns(self) -> int:
         """The words of action data an entry holds in C (one per argument of at most 64
@@ -274,6 +281,8 @@ def generate(pipeline: Pipeline) -> NativeProgram:
     parts += bodies
     parts.append(table_code(objs))
     parts.append(state_code(objs))
+    strides = ", ".join(str(objs.reg_stride(i)) for i in range(len(objs.register_list))) or "1"
+    parts.append(f"static const uint32_t P4R_REG_STRIDE[] = {{{strides}}};")
     parts.append(passes_code(objs))
     parts.append(resources.files(__package__).joinpath("runtime/p4r_queues.c").read_text())
     parts.append(resources.files(__package__).joinpath("runtime/p4r_path.c").read_text())
@@ -399,6 +408,7 @@ def check_objects(pipeline: Pipeline, objs: ProgramObjects) -> None:
             # of each word); cwide.split_key pushes the entries so
             objs.key_words[objs.table_list.index(t)] = [words(k.width) for k in t.keys]
     check_profiles(pipeline, objs)
+    bank_registers(objs)
     for r in pipeline.registers.values():
         if r not in objs.register_list:
             raise Unsupported(f"{r.name}: a register the generated code does not name")
@@ -414,6 +424,23 @@ def check_objects(pipeline: Pipeline, objs: ProgramObjects) -> None:
     for f in STD_NEEDED:
         if f not in pipeline.std:
             raise Unsupported(f"standard_metadata.{f} is missing")
+
+
+def bank_registers(objs: ProgramObjects) -> None:
+    """Group the one-word registers of equal size into banks stored cell-major: cell i of
+    the bank's j-th register is word i * width + j. A program that reads and writes many
+    registers at one index (dense.p4's K accumulators at the packet's cell) then touches K
+    adjacent words, a few cache lines and one page, instead of K arrays far apart: with K =
+    1024 separate arrays each packet missed the TLB about a thousand times. A register alone
+    in its size keeps its own array (width 1)."""
+    by_size: dict[int, list[int]] = {}
+    for i, r in enumerate(objs.register_list):
+        if i not in objs.reg_words:
+            by_size.setdefault(max(r.size, 1), []).append(i)
+    for members in by_size.values():
+        if len(members) > 1:
+            for j, i in enumerate(members):
+                objs.reg_bank[i] = (members[0], j, len(members))
 
 
 def check_profiles(pipeline: Pipeline, objs: ProgramObjects) -> None:
@@ -591,7 +618,11 @@ def state_code(objs: ProgramObjects) -> str:
     lines = ["static int p4r_alloc_state(p4r_engine *E) {"]
     for i, r in enumerate(objs.register_list):
         n = max(r.size, 1) * objs.reg_words.get(i, 1)
-        lines.append(f"    if (!(E->reg[{i}] = calloc({n}, 8))) return -1;")
+        first, col, width = objs.reg_bank.get(i, (i, 0, 1))
+        if first != i:  # a later column of a bank: the bank's first register holds it
+            lines.append(f"    E->reg[{i}] = E->reg[{first}] + {col};")
+        else:
+            lines.append(f"    if (!(E->reg[{i}] = calloc({n * width}, 8))) return -1;")
     for i, c in enumerate(objs.counter_list):
         n = max(c.size, 1)
         lines.append(f"    if (!(E->ctr_pk[{i}] = calloc({n}, 8))) return -1;")
@@ -605,7 +636,8 @@ def state_code(objs: ProgramObjects) -> str:
         lines.append(f"    if (!(E->vs[{i}] = calloc({n}, 8))) return -1;")
     lines += ["    return 0;", "}", "static void p4r_free_state(p4r_engine *E) {"]
     lines.append(f"    for (int i = 0; i < {len(objs.vset_list)}; i++) free(E->vs[i]);")
-    lines.append(f"    for (int i = 0; i < {len(objs.register_list)}; i++) free(E->reg[i]);")
+    owners = [i for i in range(len(objs.register_list)) if objs.reg_bank.get(i, (i,))[0] == i]
+    lines += [f"    free(E->reg[{i}]);" for i in owners]
     lines.append(f"    for (int i = 0; i < {len(objs.meter_list)}; i++) free(E->mtr[i]);")
     lines.append(f"    for (int i = 0; i < {len(objs.table_list)}; i++) {{")
     lines.append("        free(E->dctr_pk[i]); free(E->dctr_by[i]); free(E->dmtr[i]);")

@@ -434,24 +434,30 @@ void p4r_free(p4r_engine *E) {
 
 uint64_t p4r_faults(p4r_engine *E) { return E->faults; }
 
-/* Registers and counters: element access for the control plane (under the mutex). */
+/* Registers and counters: element access for the control plane (under the mutex). A
+ * register in a bank (cprogram.bank_registers) has its cells P4R_REG_STRIDE[r] words apart. */
 uint64_t p4r_reg_get(p4r_engine *E, uint32_t r, uint32_t i) {
     pthread_mutex_lock(&E->mu);
-    uint64_t v = E->reg[r][i];
+    uint64_t v = E->reg[r][(size_t)i * P4R_REG_STRIDE[r]];
     pthread_mutex_unlock(&E->mu);
     return v;
 }
 
 void p4r_reg_set(p4r_engine *E, uint32_t r, uint32_t i, uint64_t v) {
     pthread_mutex_lock(&E->mu);
-    E->reg[r][i] = v;
+    E->reg[r][(size_t)i * P4R_REG_STRIDE[r]] = v;
     pthread_mutex_unlock(&E->mu);
 }
 
+/* n words of register r from cell 0 (a wide register, never banked: n = cells x words) */
 void p4r_reg_bulk(p4r_engine *E, uint32_t r, uint32_t n, uint64_t *dst, const uint64_t *src) {
+    size_t s = P4R_REG_STRIDE[r];
+    uint64_t *cells = E->reg[r];
     pthread_mutex_lock(&E->mu);
-    if (src) memcpy(E->reg[r], src, n * sizeof(uint64_t));
-    if (dst) memcpy(dst, E->reg[r], n * sizeof(uint64_t));
+    if (src)
+        for (size_t i = 0; i < n; i++) cells[i * s] = src[i];
+    if (dst)
+        for (size_t i = 0; i < n; i++) dst[i] = cells[i * s];
     pthread_mutex_unlock(&E->mu);
 }
 
