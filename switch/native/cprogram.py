@@ -18,6 +18,7 @@ from ..interp.builder import Pipeline
 from ..interp.externs import ActionProfile, Counter, Meter, Register, ValueSet
 from ..interp.tables import Table
 from .cexprs import U64, Unsupported, const
+from .creroll import reroll
 from .csigns import Signs
 from .cstmts import StmtTx
 from .cwide import words
@@ -247,7 +248,7 @@ def generate(pipeline: Pipeline) -> NativeProgram:
             # stack allows: refuse (the Python engine runs it) rather than fail the load
             raise Unsupported("an expression nested too deeply", _where(pipeline, f.name)) from None
         protos.append(p)
-        bodies.append(b)
+        bodies.append(reroll(b))
     stage_fns = {}
     for stage in STAGES:
         fn = getattr(pipeline.stages[stage], "__name__", "")

@@ -149,6 +149,13 @@ static inline __attribute__((always_inline)) uint64_t p4r_get_bits(const uint8_t
     uint32_t first = (hi - w) / 8, last = (hi - 1) / 8;
     uint32_t nb = last - first + 1, sh = (last + 1) * 8 - hi;
     uint64_t acc;
+    if (P4R_LE && w == 32 && sh == 0) {
+        /* a whole aligned 32-bit field: the common case of a re-rolled loop (creroll.py),
+         * whose offsets are not constants the compiler could fold the general path with */
+        uint32_t x;
+        memcpy(&x, p + first, 4);
+        return __builtin_bswap32(x);
+    }
     if (P4R_LE && nb <= 8) {
         uint64_t x = 0;
         memcpy((uint8_t *)&x + (8 - nb), p + first, nb);
@@ -170,6 +177,13 @@ static inline __attribute__((always_inline)) void p4r_put_bits(uint8_t *p, uint3
     uint32_t hi = n * 8 - off;
     uint32_t first = (hi - w) / 8, last = (hi - 1) / 8;
     uint32_t nb = last - first + 1, sh = (last + 1) * 8 - hi;
+    if (P4R_LE && w == 32 && sh == 0) { /* a whole aligned 32-bit field (see p4r_get_bits) */
+        uint32_t cur;
+        memcpy(&cur, p + first, 4);
+        cur |= __builtin_bswap32((uint32_t)v);
+        memcpy(p + first, &cur, 4);
+        return;
+    }
     if (P4R_LE && nb <= 8) { /* w + sh <= 8 * nb <= 64: v << sh fits */
         uint64_t cur = 0;
         memcpy((uint8_t *)&cur + (8 - nb), p + first, nb);
