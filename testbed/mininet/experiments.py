@@ -324,6 +324,17 @@ SPARSE_K = 256
 AUTO_SLACK = 1.10  # mode="auto" must be within 10 % of the fastest path
 SPARSITY_REPEAT = 9  # timed calls per path and density unless --repeat: the medians of 3
 # calls were up to 11 % apart for two paths sending the same packets (docs/results.md)
+# below 10 % density a call takes tens of milliseconds, where the machine's noise is largest
+# relative to the call (sparse's 9 calls at 0.1 % spanned 12-20 ms): more calls there cost
+# a few seconds and steady the medians that auto's 10 % verdict compares
+SPARSITY_REPEAT_LOW = 25
+LOW_DENSITY = 0.1
+
+
+def sparsity_repeat(density: float) -> int:
+    return SPARSITY_REPEAT_LOW if density < LOW_DENSITY else SPARSITY_REPEAT
+
+
 PATH_NAMES = {("p4reduce", "sparse"): "p4reduce sparse", ("p4reduce", "dense"): "p4reduce dense",
               ("p4reduce", "auto"): "p4reduce auto", ("gloo", "agsparse"): "AGsparse (gloo)",
               ("gloo", "ring"): "gloo ring (dense)"}  # fmt: skip
@@ -336,11 +347,15 @@ def sparsity_points(o: Options) -> list[Point]:
     m = o.elements or 131_072
     dt = o.dtype or "float32"
     ds = o.density or DENSITIES
+
     # the three p4reduce paths of a density run interleaved (one group): a slow stretch of
     # the shared machine then hits all three alike, not the one that happened to run then
-    items = [Item(m, dt, mode, d, group=j) for j, d in enumerate(ds)
+    def reps(d: float) -> int:
+        return o.repeat or sparsity_repeat(d)
+
+    items = [Item(m, dt, mode, d, group=j, repeat=reps(d)) for j, d in enumerate(ds)
              for mode in ("sparse", "dense", "auto")]  # fmt: skip
-    gl = [Item(m, dt, "agsparse", d) for d in ds]
+    gl = [Item(m, dt, "agsparse", d, repeat=reps(d)) for d in ds]
     gl += [Item(m, dt, "ring", d) for d in sorted({min(ds), max(ds)})]
     loss = (o.loss or (0.0,))[0]
     point = o.point("sparsity", n, o.shape(loss), items, program="sparse", gloo_items=gl,

@@ -50,6 +50,7 @@ class Item:
     mode: str = "dense"  # p4reduce's mode; gloo ignores it
     density: float = 1.0
     group: int | None = None  # consecutive items of one group run interleaved (worker.py)
+    repeat: int | None = None  # timed calls of this item; None: the point's repeat
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,7 @@ def plan_for(
             "group": it.group,
             "seed": point.seed,
             "k": point.k,
-            "repeat": point.repeat,
+            "repeat": it.repeat or point.repeat,
             "warmup": point.warmup,
             "save": str(workdir / f"{tag}-item{i}-rank{{rank}}.npy"),
         }  # fmt: skip
@@ -224,7 +225,8 @@ def rows_for(
     rows = []
     for i, item in enumerate(items):
         # calls[c][r]: the line of rank r for timed call c
-        calls: list[list[dict[str, Any]]] = [[] for _ in range(point.repeat)]
+        repeat = item.repeat or point.repeat
+        calls: list[list[dict[str, Any]]] = [[] for _ in range(repeat)]
         for res in results:
             for line in res.lines:
                 if line["item"] == i:
@@ -245,7 +247,7 @@ def rows_for(
         extra: dict[str, Any] = {
             "retx_ms": (point.retx_ms or SERVICE_RETX_MS) if backend == "p4reduce" else None
         }
-        extra.update(cpu.per_call(windows, point.repeat))
+        extra.update(cpu.per_call(windows, repeat))
         rows.append(
             Row(
                 experiment=point.experiment,

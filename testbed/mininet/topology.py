@@ -269,6 +269,21 @@ def loss_commands(intf: str, p: float) -> list[str]:
     ]
 
 
+# The switch's end of a data link belongs to the switch process alone, which reads frames
+# from a packet socket. The kernel hands a frame to packet sockets before tc's ingress hook,
+# and after it to the root namespace's IP stack, which has no address on these links: a
+# route lookup per frame (and now and then an ICMP error) for nothing. This filter drops the
+# frame at the ingress hook, after the switch's socket has its copy ("ret #2", TC_ACT_SHOT).
+SWITCH_PORT_INGRESS_DROP = "1,6 0 0 2"
+
+
+def switch_port_commands(intf: str) -> list[str]:
+    return [
+        f"tc qdisc add dev {intf} clsact",
+        f"tc filter add dev {intf} ingress bpf da bytecode '{SWITCH_PORT_INGRESS_DROP}'",
+    ]
+
+
 def build(spec: dict):  # -> (Mininet, report dict)
     from mininet.link import Link, TCLink
     from mininet.log import setLogLevel
@@ -314,6 +329,8 @@ def configure(spec: dict, hosts: list) -> None:
             run("ip", "link", "set", swi, "mtu", str(spec["mtu"]))
         quiet("sysctl", "-qw", f"net.ipv6.conf.{swi}.disable_ipv6=1")
         quiet("sysctl", "-qw", f"net.ipv6.conf.{MGMT_NODE}-eth{i}.disable_ipv6=1")
+        for cmd in switch_port_commands(swi):
+            run("sh", "-c", cmd)
     if spec["delay_ms"]:
         # Mininet only prints tc's complaint when netem is missing: check it took effect
         qdiscs = run("tc", "qdisc", "show", "dev", f"{SWITCH_NODE}-eth1")
@@ -328,8 +345,8 @@ def configure(spec: dict, hosts: list) -> None:
                 out = h.cmd(cmd + " && echo __done__")
                 if "__done__" not in out:
                     raise TopologyError(f"h{i}: {cmd}: {out.strip()}")
-            for cmd in loss_commands(f"{SWITCH_NODE}-eth{i}", spec["loss"]):
-                run("sh", "-c", cmd)
+            # (the switch port's clsact qdisc exists already: switch_port_commands below)
+            run("sh", "-c", loss_commands(f"{SWITCH_NODE}-eth{i}", spec["loss"])[1])
     run("ip", "link", "add", BRIDGE, "type", "bridge")
     quiet("sysctl", "-qw", f"net.ipv6.conf.{BRIDGE}.disable_ipv6=1")
     run("ip", "addr", "add", f"{MGMT_IP}/24", "dev", BRIDGE)

@@ -162,6 +162,20 @@ def test_sparsity_points_interleave_the_paths_of_a_density() -> None:
         (0, "sparse", 0.01), (0, "dense", 0.01), (0, "auto", 0.01),
         (1, "sparse", 1.0), (1, "dense", 1.0), (1, "auto", 1.0)]  # fmt: skip
     assert {it.group for it in pt.gloo_items or ()} == {None}
+    # fast calls (below 10 %) get more timed calls than slow ones; --repeat sets them all
+    assert [it.repeat for it in pt.items] == [ex.SPARSITY_REPEAT_LOW] * 3 + [ex.SPARSITY_REPEAT] * 3
+    assert [it.repeat for it in pt.gloo_items or () if it.mode == "agsparse"] == [
+        ex.SPARSITY_REPEAT_LOW, ex.SPARSITY_REPEAT]  # fmt: skip
+    (two,) = ex.sparsity_points(ex.Options(density=(0.01, 1.0), repeat=2))
+    assert {it.repeat for it in two.items} == {2}
+
+
+def test_an_items_own_repeat_sizes_its_plan_and_rows(tmp_path: Path) -> None:
+    from p4reduce.testbed.mininet.runner import Item, Point, plan_for
+    from p4reduce.testbed.mininet.stack import LinkShape
+
+    pt = Point("x", 2, LinkShape(10.0), (Item(100, repeat=5), Item(100)), repeat=3)
+    assert [e["repeat"] for e in plan_for(pt, pt.items, tmp_path, "t")] == [5, 3]
 
 
 def test_figure_titles_wrap_at_conditions() -> None:
