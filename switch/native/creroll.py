@@ -6,15 +6,15 @@ own slot, register and bit offset. Translated line for line, K = 1024 gives abou
 straight-line machine code per control, which misses the instruction cache on every packet
 and takes the C compiler minutes. This pass finds a block of lines repeated at least
 MIN_REPEATS times whose lines differ only in decimal constants that step by a fixed amount
-from one copy to the next, and writes it once inside ``for (int _rN = 0; _rN < M; _rN++)``
-with each stepping constant replaced by ``(C0 + D * _rN)``.
+from one copy to the next, and writes it once inside ``for (int _rollN = 0; _rollN < M; _rollN++)``
+with each stepping constant replaced by ``(C0 + D * _rollN)``.
 
 The loop runs exactly the statements the copies ran, in the same order, with the same
-values: each copy is the body with ``_rN`` = its index. What would change meaning is never
+values: each copy is the body with ``_rollN`` = its index. What would change meaning is never
 re-rolled: a block with ``break``, ``continue``, ``case`` or a label (a loop would capture
 them), a declaration (its scope would shrink to the loop body), a preprocessor line, or
 unbalanced braces; constants inside ``UINT64_C(...)``, string literals and comments never
-vary. Stepping constants stay below 2^31, so ``(C0 + D * _rN)`` has the literal's type
+vary. Stepping constants stay below 2^31, so ``(C0 + D * _rollN)`` has the literal's type
 (int). The differential tests (tests/native) prove the loops give byte-identical results.
 """
 
@@ -101,7 +101,7 @@ def _reroll_range(
             k += 1
             continue
         period, repeats, steps = best
-        var = f"_r{counter[0]}"
+        var = f"_roll{counter[0]}"
         counter[0] += 1
         pad = " " * parsed[k].indent
         out.append(f"{pad}for (int {var} = 0; {var} < {repeats}; {var}++) {{")

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from p4reduce.switch.native.creroll import MIN_REPEATS, reroll
 
-LOOP = re.compile(r"^( *)for \(int (_r\d+) = 0; \2 < (\d+); \2\+\+\) \{$")
-TERM = re.compile(r"\((\d+) ([+-]) (?:(\d+) \* )?(_r\d+)\)")
+LOOP = re.compile(r"^( *)for \(int (_roll\d+) = 0; \2 < (\d+); \2\+\+\) \{$")
+TERM = re.compile(r"\((\d+) ([+-]) (?:(\d+) \* )?(_roll\d+)\)")
 
 
 def unroll(text: str) -> str:
@@ -53,8 +53,8 @@ def test_a_run_becomes_one_loop_and_unrolls_back() -> None:
         [f"    S[{46 + i}] = p4r_get_bits(_x, 1024, {8160 - 32 * i}, 32);" for i in range(64)]
     )
     rolled = reroll(src)
-    assert rolled.count("for (int _r") == 1
-    assert "S[(46 + _r0)] = p4r_get_bits(_x, 1024, (8160 - 32 * _r0), 32);" in rolled
+    assert rolled.count("for (int _roll") == 1
+    assert "S[(46 + _roll0)] = p4r_get_bits(_x, 1024, (8160 - 32 * _roll0), 32);" in rolled
     assert unroll(rolled) == src
 
 
@@ -66,7 +66,7 @@ def test_a_block_with_a_nested_run_is_a_loop_within_a_loop() -> None:
         lines.append("    }")
     src = body(lines)
     rolled = reroll(src)
-    assert rolled.count("for (int _r") == 2
+    assert rolled.count("for (int _roll") == 2
     assert unroll(rolled) == src
 
 
@@ -92,7 +92,7 @@ def test_what_a_loop_would_change_is_never_rerolled() -> None:
         src = body(lines)
         rolled = reroll(src)
         assert unroll(rolled) == src
-        assert "for (int _r" not in rolled, lines[0]
+        assert "for (int _roll" not in rolled, lines[0]
 
 
 def test_the_copies_of_an_if_branch_before_its_else_stay() -> None:
