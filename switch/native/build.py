@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from importlib import resources
 from pathlib import Path
 
@@ -76,6 +77,7 @@ def build(source: str, sanitize: bool = False, timeout: float = COMPILE_TIMEOUT)
     except OSError as e:
         raise BuildError(f"cache directory {directory} cannot be created: {e.strerror}") from None
     include = resources.files(__package__).joinpath("runtime")
+    sweep_stale(directory, 2 * timeout)
     try:
         work = tempfile.mkdtemp(prefix=".build-", dir=directory)
     except OSError as e:
@@ -104,6 +106,19 @@ def build(source: str, sanitize: bool = False, timeout: float = COMPILE_TIMEOUT)
         return target
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def sweep_stale(directory: Path, age: float) -> None:
+    """Remove the work directories of compiles that ended without cleaning up (a process
+    killed mid-compile leaves its ``.build-*``) once they are older than ``age`` seconds,
+    longer than any compile may run, so a running compile's directory is never touched."""
+    cutoff = time.time() - age
+    try:
+        stale = [p for p in directory.glob(".build-*") if p.stat().st_mtime < cutoff]
+    except OSError:
+        return  # an unreadable cache: build() says so itself
+    for p in stale:
+        shutil.rmtree(p, ignore_errors=True)
 
 
 def _first_error(stderr: str) -> str:

@@ -138,3 +138,24 @@ def test_stf_cli_says_one_line_and_passes() -> None:
     notes = [ln for ln in run.stderr.splitlines() if "native engine not used" in ln]
     assert len(notes) == 1 and run.stderr.count("\n") == 1, run.stderr
     assert "PASS" in run.stdout
+
+
+def test_a_killed_compile_leaves_nothing_for_long(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A compile killed before its cleanup leaves a .build-* directory; the next build
+    removes it once it is older than any compile may take, and leaves a fresh one (a compile
+    running beside it) alone."""
+    if build.compiler() is None:
+        pytest.skip("no C compiler")
+    cache = tmp_path / "cache"
+    old, fresh = cache / ".build-killed", cache / ".build-running"
+    for d in (old, fresh):
+        d.mkdir(parents=True)
+        (d / "engine.c").write_text("/* half */")
+    hours_ago = os.stat(old).st_mtime - 3 * 3600
+    os.utime(old, (hours_ago, hours_ago))
+    monkeypatch.setenv("P4REDUCE_CACHE_DIR", str(cache))
+    sw, lines = _switch(SUPPORTED)
+    assert sw.engine == "native" and not lines  # type: ignore[attr-defined]
+    assert not old.exists() and fresh.exists()
