@@ -30,8 +30,10 @@ build: install
 	  fi; \
 	done
 
+# The suite as two pytest runs side by side, one per core (tests/run_suite.py); `pytest`
+# alone runs it in one process. ARGS goes to both runs: make test ARGS="-x".
 test: install
-	$(PY) -m pytest
+	$(PY) tests/run_suite.py $(ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .

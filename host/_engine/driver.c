@@ -3,7 +3,9 @@
 #include "engine.h"
 
 #include <errno.h>
+#include <linux/sockios.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -83,17 +85,39 @@ HIDDEN int flush_queue(Core *c, int fd, IoCounters *io)
 /* Receive coalescing. Over a shaped link (the testbed's 10 or 100 Mbit/s) results arrive
    one by one, a few hundred microseconds apart, and a driver blocked in poll is woken for
    each: the sender's softirq pays a cross-CPU wakeup per datagram (on these VMs about 13 us,
-   a third of the switch's CPU at 8 workers, 100 Mbit/s). When the results of this call have
-   been arriving at least COALESCE_MIN_GAP apart, the driver sleeps on a timer instead, for
-   COALESCE_BATCH gaps (at most COALESCE_MAX and never past the next retransmission timer),
-   and then takes what came in one recvmmsg: the datagrams wait in the socket buffer, nobody
-   is woken for them, and the slots' window (tens of milliseconds of link time) hides the
-   pause. A pause that brings nothing makes the next wait a blocking poll again, so an idle
-   call sleeps as before. Results closer together than the threshold (loopback, fast links)
-   never pause. Only the timing of receives changes, never what the core is given. */
+   a third of the switch's CPU at 8 workers, 100 Mbit/s). So while results arrive at least
+   COALESCE_MIN_GAP apart (an average over the call) and this socket's own packets are
+   still queued on the way out (SIOCOUTQ: bytes sent but not yet handed to the device, i.e.
+   waiting in the link's qdisc), the driver sleeps on a timer for COALESCE_BATCH gaps instead
+   of blocking in poll (at most COALESCE_MAX, at most half the time the queue takes to drain
+   at that pace, never past the next retransmission timer), then takes what came with one
+   recvmmsg: nobody is woken for a datagram that waits in the socket buffer, and the queued
+   packets keep the link busy meanwhile. Without such a queue (loopback, a peer that answers
+   in bursts) a pause would only delay the next sends, so the driver never pauses there. A
+   pause that brings nothing makes the next wait a blocking poll again. Only when the core
+   sees a result changes, never what it sees. */
 #define COALESCE_MIN_GAP 100e-6
 #define COALESCE_BATCH 4.0
 #define COALESCE_MAX 1e-3
+
+/* How long the driver may sleep before reading (0: do not). */
+static double coalesce_pause(int fd, double gap, double wait, Py_ssize_t pkt_cap)
+{
+    if (gap < COALESCE_MIN_GAP || wait <= 0)
+        return 0;
+    int queued = 0;
+    if (ioctl(fd, SIOCOUTQ, &queued) < 0 || queued <= 0)
+        return 0;
+    double drain = (double)queued / (double)(pkt_cap > 0 ? pkt_cap : 1) * gap;
+    double pause = COALESCE_BATCH * gap;
+    if (pause > COALESCE_MAX)
+        pause = COALESCE_MAX;
+    if (pause > drain / 2)
+        pause = drain / 2;
+    if (pause > wait)
+        pause = wait;
+    return pause >= COALESCE_MIN_GAP ? pause : 0;
+}
 
 static void pause_for(double seconds)
 {
@@ -131,9 +155,9 @@ HIDDEN int drive(Core *c, int fd, int mode, double budget, uint8_t *rbuf, IoCoun
         if (c->has_last && c->last_deadline - now < wait)
             wait = c->last_deadline - now;
         int ms = wait <= 0 ? 0 : (int)ceil(wait * 1000.0);
-        if (!paused && !waiting && gap >= COALESCE_MIN_GAP && wait > 0) {
-            double pause = COALESCE_BATCH * gap;
-            pause_for(pause < COALESCE_MAX ? (pause < wait ? pause : wait) : COALESCE_MAX);
+        double pause = paused || waiting ? 0 : coalesce_pause(fd, gap, wait, c->pkt_cap);
+        if (pause > 0) {
+            pause_for(pause);
             paused = 1;
             ms = 0; /* take what came; a pause that brought nothing blocks next time */
         } else {

@@ -32,6 +32,9 @@ class CheckedProgram:
     main: A.Instance | None = None
     match_kinds: list[str] = field(default_factory=list)
     error_members: list[str] = field(default_factory=list)
+    # digests.assign_digest_names' result, kept: the names it stores on the call nodes do not
+    # change, and every pipeline built from this program asks again (test suites build many)
+    digest_sites: list[Any] | None = None
 
 
 def fail(pos: SourcePos, message: str) -> CompileError:

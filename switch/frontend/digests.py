@@ -151,6 +151,14 @@ def assign_digest_names(checked: CheckedProgram) -> list[DigestSite]:
     Returns the sites in p4c's order, each call once. Digest calls elsewhere (a parser, a
     function, an unused action) are not in p4c's P4Info; they keep no name.
     """
+    if checked.digest_sites is not None:
+        return list(checked.digest_sites)
+    sites = _find_digest_sites(checked)
+    checked.digest_sites = sites
+    return list(sites)
+
+
+def _find_digest_sites(checked: CheckedProgram) -> list[DigestSite]:
     sites: list[DigestSite] = []
     if checked.main is None:
         return sites

@@ -141,9 +141,16 @@ class NativeRegister(Register):
             self.size,
             lambda i: self._value(eng.reg_get(r, i)),
             lambda i, v: eng.reg_set(r, i, cell_of(self, v)),
-            lambda: [self._value(v) for v in eng.reg_bulk(r, self.size)],
+            self._get_all,
             lambda vs: eng.reg_bulk(r, self.size, [cell_of(self, v) for v in vs]),
         )
+
+    def _get_all(self) -> list[int]:
+        eng, r = self._native
+        cells = eng.reg_bulk(r, self.size)
+        # an unsigned register's cells are its values (no Python call per cell: K = 1024's
+        # program holds 16 M cells)
+        return [self._wrap(v) for v in cells] if self.signed else cells
 
     def _value(self, cell: int) -> int:
         """A cell as the interpreter holds it (negative for a signed register)."""

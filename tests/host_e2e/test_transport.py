@@ -156,7 +156,7 @@ def test_the_native_loop_releases_the_gil(reflector: Reflector) -> None:
     import threading
 
     ses = Session(rank=0, n=1, job_id=9, job_key=KEY, slots=64, engine="native")
-    x = np.ones(200_000, dtype=np.float32)
+    x = np.ones(50_000, dtype=np.float32)
     ticks = 0
     stop = threading.Event()
 
