@@ -9,7 +9,14 @@ import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from p4reduce.switch.native.creroll import MIN_REPEATS, reroll
+from p4reduce.switch.native import creroll
+
+MIN = 8  # the tests' minimum run (the generator's, creroll.MIN_REPEATS, is far longer)
+
+
+def reroll(body: str) -> str:
+    return creroll.reroll(body, MIN)
+
 
 LOOP = re.compile(r"^( *)for \(int (_roll\d+) = 0; \2 < (\d+); \2\+\+\) \{$")
 TERM = re.compile(r"\((\d+) ([+-]) (?:(\d+) \* )?(_roll\d+)\)")
@@ -71,7 +78,7 @@ def test_a_block_with_a_nested_run_is_a_loop_within_a_loop() -> None:
 
 
 def test_fewer_copies_than_the_minimum_stay_as_they_are() -> None:
-    src = body([f"    S[{i}] = 0;" for i in range(MIN_REPEATS - 1)])
+    src = body([f"    S[{i}] = 0;" for i in range(MIN - 1)])
     assert reroll(src) == src
 
 
@@ -154,3 +161,10 @@ def bodies(draw: st.DrawFn) -> str:
 @given(src=bodies())
 def test_any_body_unrolls_back_to_itself(src: str) -> None:
     assert unroll(reroll(src)) == src
+
+
+def test_the_generators_minimum_leaves_short_runs_unrolled() -> None:
+    src = body([f"    S[{i}] = 0;" for i in range(creroll.MIN_REPEATS - 1)])
+    assert creroll.reroll(src) == src
+    longer = body([f"    S[{i}] = 0;" for i in range(creroll.MIN_REPEATS)])
+    assert creroll.reroll(longer).count("for (int _roll") == 1
