@@ -126,7 +126,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--repeat", type=_number(int, 1, 1000, "repeat count"), default=None, metavar="R",
         help="timed calls per point, after one warm-up; the median is reported (default 3; "
-        "sparsity 9; tenants at least 5)",
+        "sparsity 25 below 10 %% density, 9 above; tenants at least 5)",
     )  # fmt: skip
     p.add_argument(
         "--retx-ms", type=_number(int, 1, 60000, "retransmission timeout"), metavar="MS",

@@ -36,7 +36,7 @@ class Options:
     density: tuple[float, ...] | None = None
     mode: str = "dense"
     dtype: str | None = None
-    repeat: int | None = None  # None: the experiment's default (3; sparsity 9)
+    repeat: int | None = None  # None: the experiment's default (3; sparsity 25 or 9 by density)
     warmup: int = 1
     seed: int = 0
     ks: tuple[int, ...] | None = None  # elements per packet; a list for scaling
