@@ -40,7 +40,7 @@ _NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.])")
 _REFUSED = re.compile(r"\b(?:break|continue|case|default|goto)\b|^\s*#|^\s*\w+\s*:(?!:)")
 _DECLARATION = re.compile(
     r"^\s*(?:const\s+|static\s+)*(?:u?int(?:8|16|32|64)_t|int|unsigned|__int128|p4r_\w+|"
-    r"char|size_t|uint8_t)\b[\s*]*\w+\s*(?:[=;\[,]|$)"
+    r"char|size_t)\b[\s*]*\w+\s*(?:[=;\[,]|$)"
 )
 
 

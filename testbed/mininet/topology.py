@@ -262,11 +262,13 @@ def loss_filter(p: float) -> str:
     return f"{len(prog)}," + ",".join(f"{c} {jt} {jf} {k}" for c, jt, jf, k in prog)
 
 
+def bpf_filter_command(intf: str, hook: str, bytecode: str) -> str:
+    """A classic-BPF filter on ``intf``'s clsact ``hook`` (ingress or egress)."""
+    return f"tc filter add dev {intf} {hook} bpf da bytecode '{bytecode}'"
+
+
 def loss_commands(intf: str, p: float) -> list[str]:
-    return [
-        f"tc qdisc add dev {intf} clsact",
-        f"tc filter add dev {intf} egress bpf da bytecode '{loss_filter(p)}'",
-    ]
+    return [f"tc qdisc add dev {intf} clsact", bpf_filter_command(intf, "egress", loss_filter(p))]
 
 
 # The switch's end of a data link belongs to the switch process alone, which reads frames
@@ -280,7 +282,7 @@ SWITCH_PORT_INGRESS_DROP = "1,6 0 0 2"
 def switch_port_commands(intf: str) -> list[str]:
     return [
         f"tc qdisc add dev {intf} clsact",
-        f"tc filter add dev {intf} ingress bpf da bytecode '{SWITCH_PORT_INGRESS_DROP}'",
+        bpf_filter_command(intf, "ingress", SWITCH_PORT_INGRESS_DROP),
     ]
 
 
@@ -345,8 +347,9 @@ def configure(spec: dict, hosts: list) -> None:
                 out = h.cmd(cmd + " && echo __done__")
                 if "__done__" not in out:
                     raise TopologyError(f"h{i}: {cmd}: {out.strip()}")
-            # (the switch port's clsact qdisc exists already: switch_port_commands below)
-            run("sh", "-c", loss_commands(f"{SWITCH_NODE}-eth{i}", spec["loss"])[1])
+            # the switch port has its clsact qdisc already (switch_port_commands, above)
+            swi = f"{SWITCH_NODE}-eth{i}"
+            run("sh", "-c", bpf_filter_command(swi, "egress", loss_filter(spec["loss"])))
     run("ip", "link", "add", BRIDGE, "type", "bridge")
     quiet("sysctl", "-qw", f"net.ipv6.conf.{BRIDGE}.disable_ipv6=1")
     run("ip", "addr", "add", f"{MGMT_IP}/24", "dev", BRIDGE)

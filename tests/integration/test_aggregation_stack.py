@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import socket
 import struct
 import subprocess
@@ -20,7 +19,7 @@ from pathlib import Path
 import pytest
 from p4reduce.controller import RegistrationClient
 from p4reduce.switch.frontend.cli import main as p4c_main
-from p4reduce.testbed.local import AggPortLease, lease_agg_port
+from p4reduce.testbed.local import AggPortLease, lease_agg_port, terminate
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -90,14 +89,8 @@ class Process:
             )
 
     def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout=20)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
+        terminate([self.proc], grace=20)
+        return self.proc.returncode
 
 
 @dataclass
