@@ -63,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=30)
     p.add_argument("--elements", type=int, default=None)
     p.add_argument("--keep", metavar="DIR", help="keep perf.data and the rows in DIR")
+    p.add_argument("--symbols", type=int, default=0, metavar="N",
+                   help="also print the N symbols with the most samples")  # fmt: skip
     a = p.parse_args(argv)
     if shutil.which("perf") is None:
         print("testbed_profile: error: perf is not installed", file=sys.stderr)
@@ -103,9 +105,11 @@ def main(argv: list[str] | None = None) -> int:
              "relative"], capture_output=True, text=True,
         ).stdout  # fmt: skip
     shares: Counter[str] = Counter()
+    top: list[str] = []
     for line in rep.splitlines():
         if (x := LINE.match(line)) is not None:
             shares[group(x[2], x[3], x[4])] += float(x[1])
+            top.append(f"  {float(x[1]):5.1f} %  {x[4]} ({x[2]})")
     print(f"{a.workers} workers, {a.bw} Mbit/s, K = {a.k}: {row['calls']} timed calls, "
           f"{row['packets']:.0f} packets per call, median {row['seconds'] * 1e3:.1f} ms "
           f"(wall time: meaningful on a quiet machine only)")  # fmt: skip
@@ -116,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"the switch's samples in the window, by what they do ({time.strftime('%H:%M')}):")
     for name, share in shares.most_common():
         print(f"  {share:5.1f} %  {name}")
+    if a.symbols:
+        print(f"the {a.symbols} symbols with the most samples:")
+        print("\n".join(top[: a.symbols]))
     return 0
 
 

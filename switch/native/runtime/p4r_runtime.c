@@ -149,9 +149,12 @@ static inline __attribute__((always_inline)) uint64_t p4r_get_bits(const uint8_t
     uint32_t first = (hi - w) / 8, last = (hi - 1) / 8;
     uint32_t nb = last - first + 1, sh = (last + 1) * 8 - hi;
     uint64_t acc;
-    if (P4R_LE && w == 32 && sh == 0) {
-        /* a whole aligned 32-bit field: the common case of a re-rolled loop (creroll.py),
-         * whose offsets are not constants the compiler could fold the general path with */
+    if (P4R_LE && w == 32 && (off & 7) == 0) {
+        /* a whole aligned 32-bit field (then sh == 0): the common case of a re-rolled loop
+         * (creroll.py), whose offsets are not constants the compiler could fold the general
+         * path with. The test is on off, not sh: the compiler tracks the low bits of
+         * (C - 32 * i) and drops the test and the general path from the loop, which it
+         * cannot prove for sh. */
         uint32_t x;
         memcpy(&x, p + first, 4);
         return __builtin_bswap32(x);
@@ -177,7 +180,7 @@ static inline __attribute__((always_inline)) void p4r_put_bits(uint8_t *p, uint3
     uint32_t hi = n * 8 - off;
     uint32_t first = (hi - w) / 8, last = (hi - 1) / 8;
     uint32_t nb = last - first + 1, sh = (last + 1) * 8 - hi;
-    if (P4R_LE && w == 32 && sh == 0) { /* a whole aligned 32-bit field (see p4r_get_bits) */
+    if (P4R_LE && w == 32 && (off & 7) == 0) { /* an aligned 32-bit field (p4r_get_bits) */
         uint32_t cur;
         memcpy(&cur, p + first, 4);
         cur |= __builtin_bswap32((uint32_t)v);
