@@ -667,7 +667,9 @@ class AllreduceSession:
             raise
         user.stats._add_call(call.stats, accounted)
         if isinstance(end, Done):
-            return then(end.result)
+            result = then(end.result)
+            call.release(result)  # the sums back to the pool, unless result is them
+            return result
         err = end.error
         if isinstance(err, CallTimeout):
             self._pending = _Pending(call, then, user, call.stats.as_dict())

@@ -52,10 +52,11 @@ class Call(ABC):
             raise TypeError(f"tensor dtype {a.dtype}: float32 or int32 expected")
         k = session.k
         blocks = to_blocks(a, k)
+        self._owned: np.ndarray | None = None  # the input copy, from the session's pool
         if a.dtype == np.float32 and np.shares_memory(blocks, a):
             # Float blocks are quantized as their agreed exponents arrive, while the call
             # runs: keep a copy. int32 calls convert everything up front (subclasses).
-            blocks = blocks.copy()
+            blocks = self._owned = session.buffers.copy(blocks)
         if blocks.shape[0] >= wire.NEXT_END:
             raise ValueError(f"{blocks.shape[0]} blocks: the block field allows < 2^32 - 1")
         self.session = session
@@ -73,7 +74,7 @@ class Call(ABC):
         self.state = "new"
         self.error: Exception | None = None
         self.result: np.ndarray | None = None
-        self._sums = np.zeros((self.nblocks, k), dtype=np.int32)
+        self._sums = session.buffers.zeros((self.nblocks, k), np.int32)
         # float: per block, the NF_* bits it sends (_nf) and those its result brought (_nf_out)
         self._nf = np.zeros(self.nblocks if self.is_float else 0, dtype=np.uint8)
         self._nf_out = np.zeros(self.nblocks if self.is_float else 0, dtype=np.uint8)
@@ -334,9 +335,25 @@ class Call(ABC):
         self.result = result
         self._heap.clear()
         self.blocks = self.blocks[:0]  # the input copy is no longer needed
+        if self._owned is not None:
+            self.session.buffers.give(self._owned)
+            self._owned = None
         self._be = None
         self._stop(acts)
         acts.append(Done(result, self.stats))
+
+    def release(self, kept: object) -> None:
+        """The caller is done with this call's result and hands ``kept`` on (what it made
+        of the result): unless ``kept`` may share memory with the sums, they go back to the
+        session's pool for the next call, and ``result`` is cleared (docs/host.md, "Buffers")."""
+        sums = self._sums
+        if self.state != "done" or sums.size == 0:
+            return
+        if isinstance(kept, np.ndarray) and np.may_share_memory(kept, sums):
+            return
+        self.result = None
+        self._sums = sums[:0]
+        self.session.buffers.give(sums)
 
     def _describe(self, s: int, now: float) -> StuckSlot:
         return StuckSlot(

@@ -13,6 +13,7 @@ import numpy as np
 from .. import wire
 from ..quantize import check_nonfinite_mode
 from . import native
+from .buffers import BufferPool
 from .call import Call
 from .dense import DenseCall
 from .events import SessionBusy
@@ -90,6 +91,8 @@ class Session:
         self._next_call = first_call & 0xFFFFFFFF
         self._sets = np.zeros(slots, dtype=np.uint8)
         self.current: Call | None = None
+        # tensor-sized arrays the calls reuse (buffers.py: fresh ones cost page faults)
+        self.buffers = BufferPool()
 
     @property
     def next_call(self) -> int:

@@ -521,3 +521,31 @@ def test_async_failure_then_resume_through_auto(sparse: Jobs) -> None:
     for r in run_all([s0, s1], ys):
         check(r, ys)
     assert s0.stats.calls == s1.stats.calls == 2
+
+
+# ------------------------------------------------------------------ reused buffers
+
+
+def test_calls_reuse_buffers_without_touching_returned_results(dense: Jobs) -> None:
+    """With ``out=`` a call's tensor-sized arrays go back to the session's pool and the
+    next call of that shape takes them (host/protocol/buffers.py); a result returned to
+    the caller (no ``out``) is never reused, so it stays as it was after later calls."""
+    n, m = 2, 3 * K + 5
+    sessions = dense.join(n, slots=2)
+    xs = tensors(5, n, m, np.float32)
+    outs = [np.empty(m, np.float32) for _ in range(n)]
+    for r in on_all(sessions, lambda s, i: s.allreduce(xs[i], out=outs[i])):
+        check(r, xs)
+    pools = [s.session.buffers for s in sessions]
+    assert all(p.bytes > 0 for p in pools)  # the input copy and the sums came back
+    kept = run_all(sessions, xs)  # no out: the results are the calls' own sums
+    for r in kept:
+        check(r, xs)
+    before = [r.copy() for r in kept]
+    ys = tensors(6, n, m, np.float32)
+    for _ in range(2):
+        for r in on_all(sessions, lambda s, i: s.allreduce(ys[i], out=outs[i])):
+            check(r, ys)
+    for r, b in zip(kept, before, strict=True):
+        np.testing.assert_array_equal(r, b)
+    close_all(sessions)
