@@ -154,6 +154,33 @@ def window(a: Snapshot, b: Snapshot) -> dict[str, float]:
     return out
 
 
+def combine(windows: list[dict[str, float]]) -> dict[str, float]:
+    """Several windows of one worker (``window``, e.g. one per interleaved round) as one:
+    counts and milliseconds added, the first start, the process ids of the first, and each
+    process's system share weighted by its milliseconds. ``start`` + ``wall_ms`` is then no
+    longer one stretch of time: ``cpu_window_start`` only locates the first round."""
+    if not windows:
+        return {}
+    out: dict[str, float] = {}
+    for w in windows:
+        for key, v in w.items():
+            if key == "start":
+                out[key] = min(out.get(key, v), v)
+            elif key.endswith("_pid"):
+                out.setdefault(key, v)
+            elif key.endswith("_sys_share"):
+                continue
+            else:
+                out[key] = out.get(key, 0.0) + v
+    for key in {k for w in windows for k in w if k.endswith("_sys_share")}:
+        ms = key[: -len("_sys_share")] + "_ms"
+        total = sum(w.get(ms, 0.0) for w in windows)
+        out[key] = (
+            sum(w[key] * w.get(ms, 0.0) for w in windows if key in w) / total if total else 0.0
+        )
+    return out
+
+
 def per_call(rank_windows: list[dict[str, float]], calls: int) -> dict[str, float]:
     """The per-call figures of one point from its workers' windows (``window``) over
     ``calls`` timed calls: CPU milliseconds per call of the workers (sum, and the busiest),

@@ -36,7 +36,7 @@ class Options:
     density: tuple[float, ...] | None = None
     mode: str = "dense"
     dtype: str | None = None
-    repeat: int | None = None  # None: the experiment's default (3; sparsity 25 or 9 by density)
+    repeat: int | None = None  # None: the experiment's default (3; scaling 9; sparsity 25 or 9)
     warmup: int = 1
     seed: int = 0
     ks: tuple[int, ...] | None = None  # elements per packet; a list for scaling
@@ -61,13 +61,13 @@ class Options:
 
     def point(self, experiment: str, workers: int, shape: LinkShape, items: Sequence[Item],
               *, program: str = "dense", gloo_items: Sequence[Item] | None = None,
-              retx_ms: int | None = None, k: int = 64) -> Point:  # fmt: skip
+              retx_ms: int | None = None, k: int = 64, rounds: int = 1) -> Point:  # fmt: skip
         gl = None if gloo_items is None else tuple(gloo_items)
         return Point(
             experiment, workers, shape, tuple(items), program=program,
             gloo_items=gl if self.gloo else (), repeat=self.repeat or 3, warmup=self.warmup,
             seed=self.seed, k=k, slots=self.slots, retx_ms=self.retx_ms or retx_ms,
-            timeout=self.timeout,
+            timeout=self.timeout, rounds=rounds,
         )  # fmt: skip
 
 
@@ -131,6 +131,10 @@ the two cores are the limit from 4 workers on). gloo runs at every point, 16 wor
 included: the points of a series share one stack and one set of gloo processes, so 16
 workers add eight torch processes (about 3 s of CPU and 260 MiB each, measured) to the
 series' eight. ``--bw``, ``--k`` and ``--workers`` replace the set by their product."""
+# the worker counts of a series take their timed p4reduce calls in turns (rounds.py): a
+# slow stretch of a shared machine then falls on all of them alike, not on one
+SCALING_ROUNDS = 3
+SCALING_REPEAT = 9  # timed calls per point unless --repeat (3 per round; a call is 0.1-0.4 s)
 TARGET_FLAT = 1.15  # p4reduce(8) / p4reduce(2)
 TARGET_GLOO = 0.65  # p4reduce(8) / gloo(8); the ideal is (N=8) 1 / (2 * 7 / 8) = 0.57
 
@@ -154,7 +158,8 @@ def scaling_points(o: Options, ks: Sequence[int] = (64, 256, 1024)) -> list[Poin
     for bw, k, workers in series:
         item = Item(o.elements or scaling_elements(bw or None), "float32", "dense")
         for n in workers:
-            points.append(o.point("scaling", n, o.shape(0.0, bw), [item], k=k))
+            point = o.point("scaling", n, o.shape(0.0, bw), [item], k=k, rounds=SCALING_ROUNDS)
+            points.append(replace(point, repeat=o.repeat or SCALING_REPEAT))
     return points
 
 

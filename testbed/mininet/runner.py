@@ -33,6 +33,7 @@ import numpy as np
 from .. import cpu
 from ..data import Checker, rank_data
 from ..local import StackError, WorkerResult
+from . import rounds
 from .stack import LinkShape, MininetStack, data_link_mtu, make_workdir
 from .switches import SwitchKind
 
@@ -68,6 +69,9 @@ class Point:
     slots: int = 64
     retx_ms: int | None = None  # the workers' first retransmission timeout (service default)
     timeout: float = 300.0
+    # with other points in its batch: its timed calls in this many rounds, interleaved
+    # with theirs (rounds.py)
+    rounds: int = 1
 
 
 @dataclass
@@ -371,9 +375,22 @@ def run_batch(
     dirs = [workdir / f"point{job}" for job, _ in batch]
     for d in dirs:
         d.mkdir()
-    jobs = [(job, p.workers, plan_for(p, p.items, d, "p4reduce"))
-            for (job, p), d in zip(batch, dirs, strict=True)]  # fmt: skip
-    p4 = stack.wait(stack.spawn_p4reduce_jobs(jobs, timeout=timeout), timeout)
+    # round r of every point, then round r + 1 (rounds.py); one round when alone. Each
+    # job of a round has worker processes of its own, started after the previous job's
+    # ended: no call runs beside other workers starting, joining or leaving.
+    alone = len(points) == 1
+    per_round: list[list[list[WorkerResult]]] = [[] for _ in batch]
+    for r in range(1 if alone else max(p.rounds for p in points)):
+        for (job, p), d, mine in zip(batch, dirs, per_round, strict=True):
+            items = rounds.round_items(p.items, p.repeat, 1 if alone else p.rounds, r)
+            if items is None:
+                continue
+            jid = rounds.round_job(job, r)
+            spec = [(jid, p.workers, plan_for(p, items, d, "p4reduce"))]
+            done = stack.wait(stack.spawn_p4reduce_jobs(spec, timeout=p.timeout), p.timeout)
+            mine.append([WorkerResult(w.rank, w.returncode,
+                                      [ln for ln in w.lines if ln.get("job") == jid])
+                         for w in done[: p.workers]])  # fmt: skip
     gloo_plan: list[dict[str, Any]] = []
     spans = []
     for p, d in zip(points, dirs, strict=True):
@@ -386,10 +403,8 @@ def run_batch(
         procs = stack.spawn_gloo(gloo_plan, port=port, timeout=timeout, hosts=stack.hosts[:need])
         gl = stack.wait(procs, timeout)
     rows = []
-    for (job, p), d, (start, count) in zip(batch, dirs, spans, strict=True):
-        mine = [WorkerResult(r.rank, r.returncode, [ln for ln in r.lines if ln.get("job") == job])
-                for r in p4[: p.workers]]  # fmt: skip
-        rows += rows_for(p, p.items, switch.label, "p4reduce", mine, d)
+    for (_, p), d, (start, count), mine in zip(batch, dirs, spans, per_round, strict=True):
+        rows += rows_for(p, p.items, switch.label, "p4reduce", rounds.merge(mine), d)
         if count:
             mine = [WorkerResult(r.rank, r.returncode,
                                  [{**ln, "item": ln["item"] - start} for ln in r.lines

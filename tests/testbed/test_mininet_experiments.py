@@ -143,6 +143,8 @@ def test_standard_scaling_points() -> None:
     assert [(p.shape.bw, p.k, p.workers) for p in pts] == [
         (bw, k, n) for bw, k, ns in ex.SCALING_SERIES for n in ns]  # fmt: skip
     assert {p.items[0].elements for p in pts if p.shape.bw == 10} == {65_536}
+    assert {(p.repeat, p.rounds) for p in pts} == {(ex.SCALING_REPEAT, ex.SCALING_ROUNDS)}
+    assert {p.repeat for p in ex.scaling_points(ex.Options(repeat=4))} == {4}  # --repeat
     assert all(p.gloo_items is None for p in pts)  # gloo at every point, 16 workers too
     assert ex.scaling_points(ex.Options(gloo=False))[0].gloo_items == ()  # --no-gloo
     # where p4src/ has no K = 1024, the 100 Mbit/s series runs K = 256
@@ -216,12 +218,14 @@ def rows_of(r: subprocess.CompletedProcess[str]) -> list[dict]:
 @pytest.mark.timeout(300)
 def test_small_scaling_is_right_and_leaves_nothing(tmp_path: Path) -> None:
     r = run_testbed("-e", "scaling", "-n", "2,3", "--bw", "100", "--k", "256", "-m", "5000",
-                    "--repeat", "1", "--json", "--out", str(tmp_path), timeout=280)  # fmt: skip
+                    "--repeat", "2", "--json", "--out", str(tmp_path), timeout=280)  # fmt: skip
     assert r.returncode == 0, r.stderr
     rows = rows_of(r)
     assert [(x["backend"], x["workers"]) for x in rows] == [
         ("p4reduce", 2), ("gloo", 2), ("p4reduce", 3), ("gloo", 3)]  # fmt: skip
     assert all(x["ok"] and x["k"] == 256 and x["mtu"] == 1500 and x["link_ms"] for x in rows)
+    # two calls per point, p4reduce's in two interleaved rounds (rounds.py)
+    assert all(x["calls"] == 2 for x in rows)
     # where the CPU went (testbed/cpu.py): the workers', the switch's, the machine's
     for x in rows:
         if x["backend"] == "p4reduce":
