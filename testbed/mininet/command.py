@@ -5,7 +5,7 @@
                      [--workers N[,N...]] [--bw MBIT] [--delay MS] [--loss P[,P...]]
                      [--elements M] [--mode dense|sparse] [--dtype float32|int32]
                      [--density D[,D...]] [--switch embedded|bmv2] [--repeat R]
-                     [--retx-ms MS] [--no-gloo] [--timeout S] [--out DIR] [--json]
+                     [--slots S] [--retx-ms MS] [--no-gloo] [--timeout S] [--out DIR] [--json]
 
 Each experiment prints its table and summary, and writes ``DIR/NAME.csv`` and
 ``DIR/NAME.png``. It needs root (Mininet) and says so in one line otherwise. Exit status: 0
@@ -129,6 +129,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "sparsity 25 below 10 %% density, 9 above; tenants at least 5)",
     )  # fmt: skip
     p.add_argument(
+        "--slots", type=_number(int, 1, 8192, "slot count"), metavar="S",
+        help="slots per p4reduce job (default: sized to the link, 10 ms of its time in "
+        "flight, 16 to 64)",
+    )  # fmt: skip
+    p.add_argument(
         "--retx-ms", type=_number(int, 1, 60000, "retransmission timeout"), metavar="MS",
         help="p4reduce workers' first retransmission timeout in ms (default: the "
         "registration service's, 200)",
@@ -167,7 +172,7 @@ def options_of(args: argparse.Namespace) -> Options:
         workers=args.workers, bws=args.bw, delay_ms=args.delay or None, loss=args.loss,
         elements=args.elements, density=args.density, mode=args.mode, dtype=args.dtype,
         repeat=args.repeat, gloo=not args.no_gloo, retx_ms=args.retx_ms, timeout=args.timeout,
-        ks=args.k, steps=args.steps,
+        ks=args.k, steps=args.steps, slots=args.slots,
     )  # fmt: skip
 
 

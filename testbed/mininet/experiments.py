@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ...host import wire
 from .report import bars, plot
 from .runner import Item, Point, Row
 from .stack import LinkShape
@@ -40,7 +41,7 @@ class Options:
     warmup: int = 1
     seed: int = 0
     ks: tuple[int, ...] | None = None  # elements per packet; a list for scaling
-    slots: int = 64
+    slots: int | None = None  # None: sized to the link (window_slots)
     gloo: bool = True
     retx_ms: int | None = None
     timeout: float = 300.0
@@ -66,9 +67,30 @@ class Options:
         return Point(
             experiment, workers, shape, tuple(items), program=program,
             gloo_items=gl if self.gloo else (), repeat=self.repeat or 3, warmup=self.warmup,
-            seed=self.seed, k=k, slots=self.slots, retx_ms=self.retx_ms or retx_ms,
+            seed=self.seed, k=k, slots=self.slots or window_slots(shape.bw, k),
+            retx_ms=self.retx_ms or retx_ms,
             timeout=self.timeout, rounds=rounds,
         )  # fmt: skip
+
+
+# Slots per job: enough packets in flight to cover WINDOW_S of link time, as SwitchML sizes
+# its pool to the bandwidth-delay product. More cost at every call's start: a float32 or
+# sparse call primes each slot with a header-only round trip (docs/protocol.md), and with 64
+# slots at 10 Mbit/s that start was most of a sparse call at 0.1 % density (docs/results.md).
+# 22 ms keeps 64 slots at 100 Mbit/s with K = 1024, where 8 workers on two cores need the
+# deep window: with 30 slots (10 ms) it ran dry under load (128-159 ms a call against
+# 106-117, and retransmissions). Fewer than MIN_SLOTS would leave a sparse call too few
+# stride classes.
+WINDOW_S = 0.022
+MIN_SLOTS, MAX_SLOTS = 16, 64
+
+
+def window_slots(bw_mbit: float | None, k: int) -> int:
+    """The slots of a job on links of ``bw_mbit`` (None: unshaped) with K = ``k``."""
+    if not bw_mbit:
+        return MAX_SLOTS
+    frame_bits = (wire.HEADER_BYTES + 4 * k + 42 + 24) * 8  # + Ethernet/IP/UDP, preamble, gap
+    return max(MIN_SLOTS, min(MAX_SLOTS, math.ceil(WINDOW_S * bw_mbit * 1e6 / frame_bits)))
 
 
 @dataclass(frozen=True)

@@ -155,6 +155,18 @@ def test_standard_scaling_points() -> None:
         (100.0, 64, 2), (100.0, 64, 3), (100.0, 256, 2), (100.0, 256, 3)]  # fmt: skip
 
 
+def test_slots_cover_the_window_of_the_link() -> None:
+    # 22 ms of link time in flight: frames of 24 + 4K bytes plus 66 bytes on the wire
+    assert ex.window_slots(10.0, 256) == 25  # 1,114-byte frames, 0.89 ms each
+    assert ex.window_slots(100.0, 1024) == 64  # 4,186-byte frames, 0.33 ms each: 65.7
+    assert ex.window_slots(10.0, 64) == ex.MAX_SLOTS  # short frames: capped
+    assert ex.window_slots(1.0, 1024) == ex.MIN_SLOTS  # slow links: at least 16
+    assert ex.window_slots(None, 256) == ex.MAX_SLOTS  # unshaped
+    pts = ex.scaling_points(ex.Options())
+    assert {(p.shape.bw, p.slots) for p in pts} == {(10.0, 25), (100.0, 64)}
+    assert {p.slots for p in ex.scaling_points(ex.Options(slots=8))} == {8}  # --slots
+
+
 def test_sparsity_points_interleave_the_paths_of_a_density() -> None:
     (pt,) = ex.sparsity_points(ex.Options(density=(0.01, 1.0)))
     assert pt.repeat == ex.SPARSITY_REPEAT  # the default; --repeat replaces it
