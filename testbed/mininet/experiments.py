@@ -77,10 +77,9 @@ class Options:
 # its pool to the bandwidth-delay product. More cost at every call's start: a float32 or
 # sparse call primes each slot with a header-only round trip (docs/protocol.md), and with 64
 # slots at 10 Mbit/s that start was most of a sparse call at 0.1 % density (docs/results.md).
-# 22 ms keeps 64 slots at 100 Mbit/s with K = 1024, where 8 workers on two cores need the
-# deep window: with 30 slots (10 ms) it ran dry under load (128-159 ms a call against
-# 106-117, and retransmissions). Fewer than MIN_SLOTS would leave a sparse call too few
-# stride classes.
+# 22 ms keeps 64 slots at 100 Mbit/s with K = 1024, as the 100 Mbit/s figures were always
+# measured (30 slots measured no different there: 8 workers 110-123 ms against 117). Fewer
+# than MIN_SLOTS would leave a sparse call too few stride classes.
 WINDOW_S = 0.022
 MIN_SLOTS, MAX_SLOTS = 16, 64
 
