@@ -38,6 +38,8 @@ import threading
 import time
 from pathlib import Path
 
+from p4reduce.testbed.mininet.runner import wire_frame_bytes
+
 IFACE = "p4r-eth1"  # host 1's data link, the switch's end (testbed/mininet/topology.py)
 SO_TIMESTAMPNS = 35
 SO_RCVBUFFORCE = 33
@@ -70,12 +72,16 @@ def capture(stop: threading.Event, frames: list[tuple[float, bool, int]]) -> Non
                 continue
             except OSError:
                 return  # the link went away with the topology
-            ts = next(
-                (a + b * 1e-9 for _, t, d in anc if t == SO_TIMESTAMPNS
-                 for a, b in [struct.unpack("qq", d[:16])]),
-                time.time(),
-            )  # fmt: skip
-            frames.append((ts, addr[2] == PACKET_OUTGOING, len(data)))
+            frames.append((kernel_time(anc), addr[2] == PACKET_OUTGOING, len(data)))
+
+
+def kernel_time(ancillary: list[tuple[int, int, bytes]]) -> float:
+    """The frame's SO_TIMESTAMPNS (seconds), or now when the kernel gave none."""
+    for _, kind, data in ancillary:
+        if kind == SO_TIMESTAMPNS:
+            sec, nsec = struct.unpack("qq", data[:16])
+            return sec + nsec * 1e-9
+    return time.time()
 
 
 def phases(frames: list[tuple[float, bool, int]], line_s: float) -> list[dict[str, float]]:
@@ -144,8 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     if run.returncode != 0:
         print(f"testbed_timeline: error: {run.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
         return 1
-    frame_bytes = 24 + 4 * a.k + 42 + 24  # header, payload, Ethernet/IP/UDP, preamble+FCS+gap
-    calls = phases(sorted(frames), frame_bytes * 8 / (a.bw * 1e6))
+    calls = phases(sorted(frames), wire_frame_bytes(a.k) * 8 / (a.bw * 1e6))
     calls = calls[-a.repeat :]  # the timed calls (the warm-up call came first)
     if not calls:
         print("testbed_timeline: error: no call seen on the link", file=sys.stderr)

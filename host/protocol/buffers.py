@@ -80,8 +80,3 @@ class BufferPool:
                 self.bytes -= old.pop(0).nbytes
                 if not old:
                     del self._free[old_key]
-
-    def clear(self) -> None:
-        with self._lock:
-            self._free.clear()
-            self.bytes = 0

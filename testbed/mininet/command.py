@@ -126,11 +126,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--repeat", type=_number(int, 1, 1000, "repeat count"), default=None, metavar="R",
         help="timed calls per point, after one warm-up; the median is reported (default 3; "
-        "sparsity 25 below 10 %% density, 9 above; tenants at least 5)",
+        "scaling 9; sparsity 25 below 10 %% density, 9 above; tenants at least 5)",
     )  # fmt: skip
     p.add_argument(
         "--slots", type=_number(int, 1, 8192, "slot count"), metavar="S",
-        help="slots per p4reduce job (default: sized to the link, 10 ms of its time in "
+        help="slots per p4reduce job (default: sized to the link, 22 ms of its time in "
         "flight, 16 to 64)",
     )  # fmt: skip
     p.add_argument(

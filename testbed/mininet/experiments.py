@@ -19,9 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ...host import wire
 from .report import bars, plot
-from .runner import Item, Point, Row
+from .runner import Item, Point, Row, wire_frame_bytes
 from .stack import LinkShape
 
 
@@ -88,7 +87,7 @@ def window_slots(bw_mbit: float | None, k: int) -> int:
     """The slots of a job on links of ``bw_mbit`` (None: unshaped) with K = ``k``."""
     if not bw_mbit:
         return MAX_SLOTS
-    frame_bits = (wire.HEADER_BYTES + 4 * k + 42 + 24) * 8  # + Ethernet/IP/UDP, preamble, gap
+    frame_bits = wire_frame_bytes(k) * 8
     return max(MIN_SLOTS, min(MAX_SLOTS, math.ceil(WINDOW_S * bw_mbit * 1e6 / frame_bits)))
 
 

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from ...host import wire
 from .. import cpu
 from ..data import Checker, rank_data
 from ..local import StackError, WorkerResult
@@ -38,6 +39,15 @@ from .stack import LinkShape, MininetStack, data_link_mtu, make_workdir
 from .switches import SwitchKind
 
 FRAME_OVERHEAD = 42  # Ethernet 14 + IPv4 20 + UDP 8 around every aggregation payload
+ETHERNET_GAP = 24  # preamble 8, FCS 4, inter-frame gap 12: what a wire adds to each frame
+
+
+def wire_frame_bytes(k: int) -> int:
+    """The bytes a K-element aggregation packet takes on an Ethernet wire. (HTB charges a
+    shaped link only the frame, without ETHERNET_GAP: this errs long by 24 bytes.)"""
+    return wire.full_length(k) + FRAME_OVERHEAD + ETHERNET_GAP
+
+
 TCP_MSS, TCP_FRAME = 1448, 1514  # gloo's segments: payload per frame, frame (with options)
 SERVICE_RETX_MS = 200  # p4reduce-ctl serve's default first retransmission timeout
 

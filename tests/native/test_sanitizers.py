@@ -87,11 +87,11 @@ logging.getLogger("p4reduce.switch").setLevel(logging.ERROR)  # packets that loo
 from concurrent.futures import ThreadPoolExecutor
 from p4reduce.switch.native.build import build
 pipelines = [load_pipeline(path, CompileOptions(include_dirs=inc)) for path, inc in programs]
-sources = [generate(p).source for p in pipelines]
+generated = [generate(p) for p in pipelines]
 with ThreadPoolExecutor(2) as pool:
-    list(pool.map(lambda src: build(src, sanitize=True), sources))
-for pipeline in pipelines:
-    sw = NativeSwitch(pipeline, generate(pipeline), sanitize=True)
+    list(pool.map(lambda g: build(g.source, sanitize=True), generated))
+for pipeline, program in zip(pipelines, generated):
+    sw = NativeSwitch(pipeline, program, sanitize=True)
     for t in pipeline.tables.values():  # an entry per table so that actions run too
         if t.keys and all(k.match_kind == "exact" for k in t.keys):
             action = sorted(t.actions)[0]
