@@ -141,6 +141,7 @@ class _UserCall:
     stats: AllreduceStats
     t0: float
     dtype: np.dtype = np.dtype(np.float32)  # the caller's (float16 is rounded back to it)
+    landed: bool = False  # the call's result rows are ``out`` itself: nothing to copy
 
 
 def retry_from_timeouts(t: Timeouts) -> RetryPolicy:
@@ -357,7 +358,9 @@ class AllreduceSession:
         ``mode``: ``"dense"`` (every block travels), ``"sparse"`` (only blocks non-zero on
         some worker; the sparse program only), ``"auto"`` (decided identically on every
         worker, see docs/host.md). ``out``: an array of the same shape and dtype to write
-        the result into (``out=array`` for in place); returns the result.
+        the result into (``out=array`` for in place); returns the result. Until the call
+        returns, ``out`` holds nothing meaningful (a failed call may leave part of a
+        result in it, never in ``array``).
 
         NaN/±Inf: each block (K elements) that holds one on some worker comes back as NaN,
         or as the infinity when all its non-finite inputs were that infinity, on every
@@ -647,9 +650,24 @@ class AllreduceSession:
         drive it; on success continue with ``then``."""
         ses = self.session
         ses.msg_type = msg_type  # no call is pending (checked), so this one may switch it
-        call = ses.allreduce(tensor)
+        call = ses.allreduce(tensor, out=self._landing(tensor, user))
+        user.landed = call.into_out
         self.last_mode = "sparse" if msg_type == wire.MSG_SPARSE else "dense"
         return self._drive(call, then, user, resume=False, accounted=None)
+
+    @staticmethod
+    def _landing(tensor: np.ndarray, user: _UserCall) -> np.ndarray | None:
+        """The caller's ``out`` when the call's results may land in it as they arrive
+        (saving a pass over the result at the end, docs/host.md "Buffers"): the call is for
+        the caller's tensor itself (not auto's census), in its dtype, and ``out`` is not
+        the input, which must stay intact until the call succeeds (a failed call must not
+        have overwritten it)."""
+        out = user.out
+        if out is None or tensor is not user.array or out.dtype != tensor.dtype:
+            return None
+        if np.may_share_memory(out, tensor):
+            return None
+        return out
 
     def _drive(
         self,
@@ -728,7 +746,8 @@ class AllreduceSession:
         if user.dtype != result.dtype and user.out is None:
             result = result.astype(user.dtype)  # float16: rounded once, from the float32 sum
         if user.out is not None:
-            np.copyto(user.out, result)
+            if not user.landed:
+                np.copyto(user.out, result)
             result = user.out
         st = user.stats
         st.seconds = time.monotonic() - user.t0

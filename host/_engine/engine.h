@@ -53,6 +53,9 @@
 #define FLAG_RETRANSMIT 0x4
 #define FLAG_END 0x8
 #define NEXT_END 0xFFFFFFFFu
+#define NF_NAN 0x1
+#define NF_POS_INF 0x2
+#define NF_NEG_INF 0x4
 #define NF_MASK 0x7 /* the nonfinite byte's bits: NF_NAN | NF_POS_INF | NF_NEG_INF */
 
 enum { ST_NEW, ST_RUNNING, ST_DONE, ST_FAILED, ST_BROKEN };
@@ -96,7 +99,12 @@ typedef struct {
     const int64_t *after;       /* sparse: B, next non-zero block of the class after b */
     const int64_t *first_nz;    /* sparse: S */
     const uint8_t *class_own;   /* sparse: S */
-    int32_t *sums;              /* (B, K) */
+    void *result;               /* (B, K) rows, each final when its result is stored: int32
+                                   sums, or float32 dequantized (Call._store) */
+    int d_f32, d_regular_from;  /* quantize.dequantize's modes: float32 scale (n a power of
+                                   two) for E = 0 and E >= d_regular_from, else float64 */
+    const float *d_scale;       /* float, d_f32: 256 float32 scales (quantize._Tables) */
+    const double *d_mul64;      /* float: 256 float64 factors */
     int q_mode, regular_from;
     const void *q_table;        /* 256 float32 (Q_F32_MUL) or float64 */
     /* per active slot */
@@ -156,8 +164,10 @@ HIDDEN int append_steal(PyObject *acts, PyObject *item);
 typedef void (*quantize_fn)(const float *, Py_ssize_t, int, int, int, int, int, const void *,
                             uint8_t *);
 typedef void (*store_fn)(int32_t *, const uint8_t *, Py_ssize_t);
+typedef void (*dequantize_fn)(float *, const uint8_t *, Py_ssize_t, int, float, double);
 extern HIDDEN quantize_fn quantize_impl;
 extern HIDDEN store_fn store_impl;
+extern HIDDEN dequantize_fn dequantize_impl;
 HIDDEN int lanes_use_avx2(int on);
 
 /* driver.c: Core.run without the Python parts. The GIL must be released. */

@@ -3,7 +3,8 @@
 #include "engine.h"
 
 /* The per-packet loops over K lanes: quantizing a block into big-endian int32 lanes
-   (quantize.quantize_row) and storing a result's big-endian lanes into the int32 sums.
+   (quantize.quantize_row), storing a result's big-endian lanes into the int32 sums, and
+   dequantizing them into a float32 row.
    Written once as inline functions with a flag `vrint` that is constant where they are
    inlined, and compiled twice, as host/_quantize_c.c does: an AVX2 copy (vrint = 1:
    rint/rintf, i.e. vroundps/vroundpd, the byte swaps as vpshufb), chosen when the module
@@ -62,6 +63,27 @@ INLINE void store_lanes(int32_t *row, const uint8_t *data, Py_ssize_t k)
     }
 }
 
+/* A result's K big-endian lanes dequantized into a float32 row, as quantize.dequantize
+   does one row (host/_quantize_c.c, dequantize_blocks): `f32` the power-of-two case, the
+   int32 -> float32 cast then a float32 multiply by f; else the exact float64 product by g,
+   rounded once. The same operations in the same order, so the same bits. */
+INLINE void dequantize_lanes(float *row, const uint8_t *data, Py_ssize_t k, int f32, float f,
+                             double g)
+{
+    if (f32) {
+        for (Py_ssize_t i = 0; i < k; i++) {
+            uint32_t u;
+            memcpy(&u, data + 4 * i, 4);
+            row[i] = (float)(int32_t)__builtin_bswap32(u) * f;
+        }
+    } else {
+        for (Py_ssize_t i = 0; i < k; i++) {
+            uint32_t u;
+            memcpy(&u, data + 4 * i, 4);
+            row[i] = (float)((double)(int32_t)__builtin_bswap32(u) * g);
+        }
+    }
+}
 
 static void quantize_base(const float *x, Py_ssize_t k, int n, int e, int own, int q_mode,
                           int regular_from, const void *q_table, uint8_t *out)
@@ -71,6 +93,11 @@ static void quantize_base(const float *x, Py_ssize_t k, int n, int e, int own, i
 static void store_base(int32_t *row, const uint8_t *data, Py_ssize_t k)
 {
     store_lanes(row, data, k);
+}
+static void dequantize_base(float *row, const uint8_t *data, Py_ssize_t k, int f32, float f,
+                            double g)
+{
+    dequantize_lanes(row, data, k, f32, f, g);
 }
 #if X86
 AVX2 static void quantize_avx2(const float *x, Py_ssize_t k, int n, int e, int own,
@@ -82,10 +109,16 @@ AVX2 static void store_avx2(int32_t *row, const uint8_t *data, Py_ssize_t k)
 {
     store_lanes(row, data, k);
 }
+AVX2 static void dequantize_avx2(float *row, const uint8_t *data, Py_ssize_t k, int f32,
+                                 float f, double g)
+{
+    dequantize_lanes(row, data, k, f32, f, g);
+}
 #endif
 
 HIDDEN quantize_fn quantize_impl = quantize_base;
 HIDDEN store_fn store_impl = store_base;
+HIDDEN dequantize_fn dequantize_impl = dequantize_base;
 
 /* Run the AVX2 copy of the lane loops when `on` and the CPU has AVX2, else the baseline
    copy (tests run both); returns whether the AVX2 copy runs. */
@@ -93,12 +126,14 @@ HIDDEN int lanes_use_avx2(int on)
 {
     quantize_impl = quantize_base;
     store_impl = store_base;
+    dequantize_impl = dequantize_base;
 #if X86
     __builtin_cpu_init();
     on = on && __builtin_cpu_supports("avx2");
     if (on) {
         quantize_impl = quantize_avx2;
         store_impl = store_avx2;
+        dequantize_impl = dequantize_avx2;
     }
 #else
     on = 0;

@@ -303,14 +303,42 @@ static int start_slots(Core *c, double now, Sink *k)
     return 0;
 }
 
-/* Call._store: the lanes, and (float) the result's non-finite bits. */
-static void store(Core *c, Py_ssize_t b, int flags, const uint8_t *data)
+/* quantize.apply_nonfinite for one row: NaN when NF_NAN or both infinities are set
+   (+Inf + -Inf is NaN), else the one infinity. */
+static void fill_nonfinite(float *row, Py_ssize_t k, int bits)
 {
-    if (c->nf_out)
-        c->nf_out[b] = data[7] & NF_MASK;
-    if (flags & FLAG_NO_PAYLOAD)
+    int nan = (bits & NF_NAN) || ((bits & NF_POS_INF) && (bits & NF_NEG_INF));
+    float v = nan ? __builtin_nanf("") : (bits & NF_POS_INF) ? __builtin_inff() : -__builtin_inff();
+    for (Py_ssize_t i = 0; i < k; i++)
+        row[i] = v;
+}
+
+/* Call._store: row b of the result, final. int32: the lanes; float32: the lanes dequantized
+   with the block's agreed exponent e, or NaN/+-Inf for the result's non-finite bits. A
+   header-only result is a row of zeros. */
+static void store(Core *c, Py_ssize_t b, int flags, int e, const uint8_t *data)
+{
+    const Py_ssize_t k = c->k;
+    if (!c->is_float) {
+        int32_t *row = (int32_t *)c->result + b * k;
+        if (flags & FLAG_NO_PAYLOAD)
+            memset(row, 0, (size_t)k * sizeof *row);
+        else
+            store_impl(row, data + HEADER_BYTES, k);
         return;
-    store_impl(c->sums + b * c->k, data + HEADER_BYTES, c->k);
+    }
+    float *row = (float *)c->result + b * k;
+    int nf = data[7] & NF_MASK;
+    if (c->nf_out)
+        c->nf_out[b] = (uint8_t)nf;
+    if (nf)
+        fill_nonfinite(row, k, nf);
+    else if (flags & FLAG_NO_PAYLOAD)
+        memset(row, 0, (size_t)k * sizeof *row);
+    else
+        dequantize_impl(row, data + HEADER_BYTES, k,
+                        c->d_f32 && (e == 0 || e >= c->d_regular_from),
+                        c->d_f32 ? c->d_scale[e] : 0.0f, c->d_mul64[e]);
 }
 
 /* Returns -1 on an error, 1 on a protocol error (c->perr_* say which), else 0. */
@@ -323,7 +351,7 @@ static int on_result(Core *c, Py_ssize_t s, int flags, int exponent, uint32_t nx
             return dense_send_block(c, s, s, now, k);
         }
         Py_ssize_t b = c->block_[s];
-        store(c, b, flags, data);
+        store(c, b, flags, c->is_float ? c->agreed[b] : 0, data);
         Py_ssize_t nb = b + c->nslots;
         if (c->is_float) {
             if (nb < c->nblocks) {
@@ -346,7 +374,7 @@ static int on_result(Core *c, Py_ssize_t s, int flags, int exponent, uint32_t nx
         low = s;
     } else {
         Py_ssize_t m = c->block_[s];
-        store(c, m, flags, data);
+        store(c, m, flags, c->is_float ? c->agreed[s] : 0, data);
         low = (int64_t)m + 1;
     }
     if (nxt == NEXT_END)

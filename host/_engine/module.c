@@ -399,29 +399,32 @@ static int Core_init(Core *c, PyObject *args, PyObject *kw)
         "sparse", "is_float", "msg_type", "rank", "job_id", "job_key", "call_id", "n", "k", "slots",
         "blocks_count", "active", "initial", "multiplier", "max_timeout", "give_up",
         "max_attempts", "sets", "blocks", "be", "own", "nonzero", "agreed", "after",
-        "first_nonzero", "class_own", "sums", "q_mode", "q_table", "regular_from", "nf",
-        "nf_out", "lo", "hi", NULL};
+        "first_nonzero", "class_own", "result", "q_mode", "q_table", "regular_from", "nf",
+        "nf_out", "lo", "hi", "d_f32", "d_scale", "d_mul64", "d_regular_from", NULL};
     int sparse, is_float, msg_type, rank, job_id, n, q_mode, regular_from;
+    int d_f32 = 0, d_regular_from = 0;
     unsigned long call_id, job_key;
     Py_ssize_t k, nslots, nblocks, active;
     double initial, multiplier, max_timeout, give_up;
     long long max_attempts;
     PyObject *sets, *blocks, *be, *own, *nonzero, *agreed, *after, *first_nz, *class_own,
-        *sums, *q_table, *nf = NULL, *nf_out = NULL;
+        *result, *q_table, *nf = NULL, *nf_out = NULL, *d_scale = NULL, *d_mul64 = NULL;
     Py_ssize_t lo = 0, hi = -1;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "ppiiikkinnnnddddLOOOOOOOOOOiOi|OOnn", names, &sparse, &is_float,
+            args, kw, "ppiiikkinnnnddddLOOOOOOOOOOiOi|OOnnpOOi", names, &sparse, &is_float,
             &msg_type, &rank, &job_id, &job_key, &call_id, &n, &k, &nslots, &nblocks, &active, &initial,
             &multiplier, &max_timeout, &give_up, &max_attempts, &sets, &blocks, &be, &own,
-            &nonzero, &agreed, &after, &first_nz, &class_own, &sums, &q_mode, &q_table,
-            &regular_from, &nf, &nf_out, &lo, &hi))
+            &nonzero, &agreed, &after, &first_nz, &class_own, &result, &q_mode, &q_table,
+            &regular_from, &nf, &nf_out, &lo, &hi, &d_f32, &d_scale, &d_mul64,
+            &d_regular_from))
         return -1;
     if (c->refs) {
         PyErr_SetString(PyExc_RuntimeError, "Core is initialised once");
         return -1;
     }
     if (n < 1 || k < 1 || nslots < 1 || nblocks < 0 || active < 0 || active > nslots ||
-        active > nblocks || nslots > 0x8000 || (q_mode < 0 || q_mode > 2)) {
+        active > nblocks || nslots > 0x8000 || (q_mode < 0 || q_mode > 2) ||
+        d_regular_from < 0 || d_regular_from > 256) {
         PyErr_SetString(PyExc_ValueError, "Core: parameters out of range");
         return -1;
     }
@@ -454,7 +457,9 @@ static int Core_init(Core *c, PyObject *args, PyObject *kw)
     c->max_attempts = max_attempts;
     c->q_mode = q_mode;
     c->regular_from = regular_from;
-    c->refs = PyTuple_New(12);
+    c->d_f32 = d_f32;
+    c->d_regular_from = d_regular_from;
+    c->refs = PyTuple_New(14);
     if (!c->refs)
         return -1;
     PyObject *refs = c->refs;
@@ -466,7 +471,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kw)
             return -1;                                       \
     } while (0)
     TAKE(0, sets, sets, nslots, 1, "sets");
-    TAKE(1, sums, sums, 4 * bk, 1, "sums");
+    TAKE(1, result, result, 4 * bk, 1, "result");
     TAKE(2, nonzero, nonzero, nblocks, 0, "nonzero");
     if (is_float) {
         TAKE(3, blocks, blocks, 4 * bk, 0, "blocks");
@@ -478,6 +483,14 @@ static int Core_init(Core *c, PyObject *args, PyObject *kw)
             TAKE(10, nf, nf, nblocks, 0, "nf");
         if (nf_out && nf_out != Py_None)
             TAKE(11, nf_out, nf_out, nblocks, 1, "nf_out");
+        /* the dequantization tables (quantize._Tables: d_scale, d_mul64) */
+        if (!d_mul64 || (d_f32 && !d_scale)) {
+            PyErr_SetString(PyExc_ValueError, "Core: a float call needs d_mul64 (and d_scale)");
+            return -1;
+        }
+        TAKE(12, d_mul64, d_mul64, 256 * 8, 0, "d_mul64");
+        if (d_f32)
+            TAKE(13, d_scale, d_scale, 256 * 4, 0, "d_scale");
     } else {
         TAKE(3, be, be, 4 * bk, 0, "be");
         if (sparse)
@@ -489,7 +502,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kw)
         TAKE(9, class_own, class_own, nslots, 0, "class_own");
     }
 #undef TAKE
-    for (Py_ssize_t i = 0; i < 12; i++)
+    for (Py_ssize_t i = 0; i < 14; i++)
         if (!PyTuple_GET_ITEM(refs, i)) {
             Py_INCREF(Py_None);
             PyTuple_SET_ITEM(refs, i, Py_None);

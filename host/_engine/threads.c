@@ -3,7 +3,7 @@
 
    The call is split into T cores (Core objects made by host/protocol/native.py), core t
    owning the slots [lo_t, hi_t) of the window (contiguous, ascending, together every
-   active slot). A slot's blocks, its set, its sums rows, its agreed exponents and its
+   active slot). A slot's blocks, its set, its result rows, its agreed exponents and its
    timers belong to its core alone, so the cores share the call's arrays without a lock:
    each writes only its own slots' elements. Each core is the one-call state machine of
    machine.c restricted to its range, run by its own thread, which sends its own packets

@@ -46,7 +46,7 @@ class Call(ABC):
 
     kind = "call"
 
-    def __init__(self, session: Session, tensor: np.ndarray) -> None:
+    def __init__(self, session: Session, tensor: np.ndarray, out: np.ndarray | None = None) -> None:
         a = np.asarray(tensor)
         if a.dtype not in (np.float32, np.int32):
             raise TypeError(f"tensor dtype {a.dtype}: float32 or int32 expected")
@@ -74,7 +74,11 @@ class Call(ABC):
         self.state = "new"
         self.error: Exception | None = None
         self.result: np.ndarray | None = None
-        self._sums = session.buffers.zeros((self.nblocks, k), np.int32)
+        # Where the results land, row b final once block b's result is stored: float32
+        # (dequantized on arrival) or int32 sums. The caller's ``out`` itself when it can
+        # hold the rows (then nothing is copied at the end), else a pooled array. Dense
+        # calls store every row; sparse ones leave the blocks zero everywhere unsent.
+        self._result = self._result_rows(out, a.dtype, self.kind == "sparse")
         # float: per block, the NF_* bits it sends (_nf) and those its result brought (_nf_out)
         self._nf = np.zeros(self.nblocks if self.is_float else 0, dtype=np.uint8)
         self._nf_out = np.zeros(self.nblocks if self.is_float else 0, dtype=np.uint8)
@@ -224,8 +228,8 @@ class Call(ABC):
         """Consume the result for slot s: then either ``_send_use`` or ``_slot_done``."""
 
     @abstractmethod
-    def _exponents(self) -> np.ndarray:
-        """The agreed exponent of every block (float32 calls), once every slot is done."""
+    def _agreed_of(self, b: int) -> int:
+        """The agreed exponent block b was quantized with (float32 calls)."""
 
     def _own_exponents(self) -> np.ndarray:
         """float32: the blocks' own exponents; a block with NaN/±Inf gets its NF_* bits in
@@ -234,15 +238,31 @@ class Call(ABC):
         own, self._nf = split_nonfinite(self.blocks, self.session.nonfinite)
         return own
 
+    def _result_rows(self, out: np.ndarray | None, dtype: np.dtype, sparse: bool) -> np.ndarray:
+        """The (B, K) rows the results land in: ``out`` reshaped when it is an array of the
+        call's dtype that holds exactly B rows, C-contiguous and writable (the caller
+        vouches that nothing else reads or writes it during the call: api.py passes it
+        only when it is not the input); else the pool's."""
+        shape = (self.nblocks, self.k)
+        if (
+            out is not None
+            and out.dtype == dtype
+            and out.size == self.nblocks * self.k
+            and out.flags.c_contiguous
+            and out.flags.writeable
+        ):
+            rows = out.reshape(shape)
+            if sparse:
+                rows.fill(0)
+            self.into_out = True
+            return rows
+        self.into_out = False
+        pool = self.session.buffers
+        return pool.zeros(shape, dtype) if sparse else pool.empty(shape, dtype)
+
     def _assemble(self) -> np.ndarray:
-        """The (B, K) result once every slot is done. float32 sums are dequantized in
-        place: the int32 sums are not needed afterwards, and that is the cheapest way.
-        Blocks whose result carried non-finite bits become NaN or the infinity."""
-        if not self.is_float:
-            return self._sums
-        into = self._sums.view(np.float32)
-        out = dequantize(self._sums, self._exponents(), self.session.n, out=into)
-        return apply_nonfinite(out, self._nf_out)
+        """The (B, K) result once every slot is done: every row was final on arrival."""
+        return self._result
 
     def _send_use(
         self,
@@ -298,12 +318,26 @@ class Call(ABC):
             self._finish(acts)
 
     def _store(self, b: int, h: wire.AggHeader, data: bytes) -> None:
-        """Lanes of a result into the sums (a header-only result leaves zeros), and for
-        float32 its non-finite bits (int32 results carry none; the bits are ignored)."""
+        """Row b of the result from its result packet, final: int32 the lanes; float32
+        the lanes dequantized with the block's agreed exponent, or NaN/±Inf when the
+        result carried non-finite bits (int32 results carry none; the bits are ignored).
+        A header-only result is a row of zeros."""
+        row = self._result[b]
+        if h.flags & wire.FLAG_NO_PAYLOAD:
+            row.fill(0)
+        else:
+            lanes = np.frombuffer(data, dtype=">i4", count=self.k, offset=wire.HEADER_BYTES)
+            if self.is_float:
+                e = np.full(1, self._agreed_of(b), dtype=np.uint8)
+                sums = lanes.astype(np.int32).reshape(1, self.k)
+                dequantize(sums, e, self.session.n, out=row.reshape(1, self.k))
+            else:
+                row[:] = lanes
         if self.is_float:
-            self._nf_out[b] = h.nonfinite & wire.NF_MASK
-        if not h.flags & wire.FLAG_NO_PAYLOAD:
-            self._sums[b] = np.frombuffer(data, dtype=">i4", count=self.k, offset=wire.HEADER_BYTES)
+            nf = h.nonfinite & wire.NF_MASK
+            self._nf_out[b] = nf
+            if nf:
+                apply_nonfinite(row.reshape(1, self.k), self._nf_out[b : b + 1])
 
     # ------------------------------------------------------------ internals
 
@@ -344,16 +378,17 @@ class Call(ABC):
 
     def release(self, kept: object) -> None:
         """The caller is done with this call's result and hands ``kept`` on (what it made
-        of the result): unless ``kept`` may share memory with the sums, they go back to the
-        session's pool for the next call, and ``result`` is cleared (docs/host.md, "Buffers")."""
-        sums = self._sums
-        if self.state != "done" or sums.size == 0:
+        of the result): unless ``kept`` may share memory with the result rows, or they are
+        the caller's ``out``, they go back to the session's pool for the next call, and
+        ``result`` is cleared (docs/host.md, "Buffers")."""
+        rows = self._result
+        if self.state != "done" or rows.size == 0 or self.into_out:
             return
-        if isinstance(kept, np.ndarray) and np.may_share_memory(kept, sums):
+        if isinstance(kept, np.ndarray) and np.may_share_memory(kept, rows):
             return
         self.result = None
-        self._sums = sums[:0]
-        self.session.buffers.give(sums)
+        self._result = rows[:0]
+        self.session.buffers.give(rows)
 
     def _describe(self, s: int, now: float) -> StuckSlot:
         return StuckSlot(

@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 class DenseCall(Call):
     kind = "dense"
 
-    def __init__(self, session: Session, tensor: np.ndarray) -> None:
-        super().__init__(session, tensor)
+    def __init__(self, session: Session, tensor: np.ndarray, out: np.ndarray | None = None) -> None:
+        super().__init__(session, tensor, out)
         if self.is_float:
             # Also the non-finite split (or check: it raises before anything is sent).
             self._own = self._own_exponents()
@@ -104,5 +104,5 @@ class DenseCall(Call):
         else:
             self._slot_done(s, acts)
 
-    def _exponents(self) -> np.ndarray:
-        return self._agreed
+    def _agreed_of(self, b: int) -> int:
+        return int(self._agreed[b])

@@ -6,9 +6,10 @@ Python core, which stays the specification.
 Each is the Python call class itself (so the vectorised per-call set-up, the block
 exponents and non-finite bits, the non-zero bitmap, sparse's next-block tables, is the
 same code) with the event methods handed to a ``_engine_c.Core`` made when the call starts
-(its ``call_id`` is known then). The core writes the sums, the agreed exponents and the results'
-non-finite bits into this object's own arrays, so the final dequantization and the NaN/±Inf
-fill (``Call._assemble``) are shared too.
+(its ``call_id`` is known then). The core writes the result rows (dequantized, or NaN/±Inf,
+as each result arrives, as ``Call._store`` does), the agreed exponents and the results'
+non-finite bits into this object's own arrays, with the dequantization tables of
+``quantize._tables``.
 
 ``Session(engine="native")`` makes these; ``available()`` says whether the module was
 built (``make install`` / ``pip install -e .``: setup.py compiles it). Without it the
@@ -56,6 +57,8 @@ _STAT_FIELDS = (
 )
 _EMPTY_U8 = np.zeros(0, dtype=np.uint8)
 _EMPTY_I64 = np.zeros(0, dtype=np.int64)
+_EMPTY_F32 = np.zeros(0, dtype=np.float32)
+_EMPTY_F64 = np.zeros(0, dtype=np.float64)
 _warned = False
 
 
@@ -83,7 +86,8 @@ class _Native:
         pol = c._retry
         sparse = isinstance(self, SparseCall)
         tab = quantize._tables(ses.n) if c.is_float else None
-        c._sums = np.ascontiguousarray(c._sums)
+        if not c._result.flags.c_contiguous:  # never: _result_rows makes it so
+            raise ValueError(f"call {c.call_id}: the result rows are not C-contiguous")
         if c.is_float:
             c.blocks = np.ascontiguousarray(c.blocks, dtype=np.float32)
         agreed = c._class_agreed if sparse else getattr(c, "_agreed", _EMPTY_U8)
@@ -116,10 +120,15 @@ class _Native:
                 np.ascontiguousarray(c._first_nonzero, dtype=np.int64) if sparse else _EMPTY_I64
             ),
             class_own=np.ascontiguousarray(c._class_own) if sparse else _EMPTY_U8,
-            sums=c._sums,
+            result=c._result,
             q_mode=tab.q_mode if tab is not None else 0,
             q_table=tab.q_table if tab is not None else _EMPTY_U8,
             regular_from=tab.q_regular_from if tab is not None else 0,
+            # quantize.dequantize's kernel arguments: float32 scale (power-of-two n) or not
+            d_f32=tab is not None and tab.p is not None,
+            d_scale=tab.d_scale if tab is not None and tab.p is not None else _EMPTY_F32,
+            d_mul64=tab.d_mul64 if tab is not None else _EMPTY_F64,
+            d_regular_from=tab.d_regular_from if tab is not None else 0,
             nf=np.ascontiguousarray(c._nf) if c.is_float else None,
             nf_out=c._nf_out if c.is_float else None,
             lo=lo,

@@ -104,8 +104,10 @@ class Session:
         """Per slot, the set its next use goes to (a copy)."""
         return self._sets.copy()
 
-    def allreduce(self, tensor: np.ndarray) -> Call:
+    def allreduce(self, tensor: np.ndarray, out: np.ndarray | None = None) -> Call:
         """A call summing ``tensor`` (float32 or int32, any shape) over the job's workers.
+        ``out``: where the result's rows may land as they arrive (``Call._result_rows``
+        says when it is used); the caller must not read or write it until the call is done.
 
         Raises before anything is sent, without using up a call number: ``TypeError`` for
         another dtype, ``quantize.NonFiniteError`` (a ValueError) for NaN or ±Inf when the
@@ -122,7 +124,7 @@ class Session:
             cls: type[Call] = native.NativeDenseCall if dense else native.NativeSparseCall
         else:
             cls = DenseCall if dense else SparseCall
-        call = cls(self, tensor)
+        call = cls(self, tensor, out)
         call.call_id = self._next_call
         self._next_call = (self._next_call + 1) & 0xFFFFFFFF
         self.current = call

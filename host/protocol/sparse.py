@@ -35,8 +35,8 @@ _END = wire.NEXT_END
 class SparseCall(Call):
     kind = "sparse"
 
-    def __init__(self, session: Session, tensor: np.ndarray) -> None:
-        super().__init__(session, tensor)
+    def __init__(self, session: Session, tensor: np.ndarray, out: np.ndarray | None = None) -> None:
+        super().__init__(session, tensor, out)
         nb, ns = self.nblocks, self.nslots
         if self.is_float:
             self._own = self._own_exponents()  # NaN/±Inf: bits in _nf (or raises up front)
@@ -121,5 +121,5 @@ class SparseCall(Call):
             nonfinite=nf,
         )
 
-    def _exponents(self) -> np.ndarray:
-        return self._class_agreed[np.arange(self.nblocks) % self.nslots]
+    def _agreed_of(self, b: int) -> int:
+        return int(self._class_agreed[b % self.nslots])

@@ -549,3 +549,27 @@ def test_calls_reuse_buffers_without_touching_returned_results(dense: Jobs) -> N
     for r, b in zip(kept, before, strict=True):
         np.testing.assert_array_equal(r, b)
     close_all(sessions)
+
+
+def test_results_land_in_a_separate_out_and_a_failed_in_place_call_keeps_its_input(
+    dense: Jobs,
+) -> None:
+    """An ``out`` of whole blocks that is not the input gets the rows as they arrive
+    (no copy at the end), bit for bit what a call without ``out`` returns; ``out=x`` goes
+    through the pool, so a call that fails leaves ``x`` as it was."""
+    n, m = 2, 8 * K
+    retry = RetryPolicy(initial_timeout=0.05, max_timeout=0.2, give_up_after=1.0)
+    sessions = dense.join(n, slots=4, retry=retry, auto_recover=False)
+    for dtype in (np.float32, np.int32):
+        xs = tensors(7, n, m, dtype)
+        plain = run_all(sessions, xs)
+        outs = [np.empty(m, dtype) for _ in range(n)]
+        landed = on_all(sessions, lambda s, i, xs=xs, outs=outs: s.allreduce(xs[i], out=outs[i]))
+        for r, o, p in zip(landed, outs, plain, strict=True):
+            assert r is o and o.tobytes() == p.tobytes()
+    x = tensors(8, 1, m, np.float32)[0]
+    before = x.copy()
+    with pytest.raises(AllreduceTimeout):
+        sessions[0].allreduce(x, out=x)  # rank 1 never comes
+    np.testing.assert_array_equal(x, before)
+    close_all(sessions)
