@@ -459,7 +459,10 @@ def test_digests(harness: Harness) -> None:
     ack = p4rt.StreamMessageRequest()
     ack.digest_ack.digest_id, ack.digest_ack.list_id = did, dl.list_id
     h.stream.send(ack)
-    h.client.read(p4rt.DigestEntry())  # a round trip, so that the ack was handled
+    # The stream handles its messages in order, so the reply to a second arbitration update
+    # (same election id) comes once the ack was handled. (A read is another RPC: it could
+    # overtake the ack on a loaded machine, and the next digest was then still suppressed.)
+    assert h.stream.arbitrate((0, 1)).arbitration.status.code == 0
     h.device.inject(3, frame(1, src=0xAB))
     assert h.stream.recv_kind("digest").digest.list_id > dl.list_id
     h.write((DELETE, d))
