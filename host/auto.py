@@ -26,7 +26,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import wire
-from .quantize import to_blocks
 
 # No agreement round for tensors of at most this many rounds of slots; a float32 call goes
 # sparse only when it saves at least this share of packets.
@@ -78,9 +77,26 @@ def census_union(sums: np.ndarray, blocks: int) -> int:
 
 
 def result_union(result: np.ndarray, k: int) -> int:
-    """The number of K-element blocks of an all-reduce result that are non-zero: the union
-    of the workers' non-zero blocks, but for blocks whose contributions cancel exactly."""
-    return int(np.count_nonzero(to_blocks(result, k).any(axis=1)))
+    """The number of K-element blocks of an all-reduce result (float32 or int32) that are
+    non-zero: the union of the workers' non-zero blocks, but for blocks whose contributions
+    cancel exactly. -0.0 counts as zero and NaN as non-zero, as ``!= 0`` has it.
+
+    It runs after every ``mode="auto"`` call, so it reads the result once and allocates
+    nothing of the tensor's size: the OR of each block's bit patterns, less the float sign
+    bit. (``blocks.any(axis=1)`` took 0.3-0.4 ms of a 5 ms call on the testbed, four
+    workers on two cores: auto 1.07-1.13 of sparse at 0.1 % density.)"""
+    flat = np.ravel(result)
+    if flat.dtype.itemsize != 4:
+        raise TypeError(f"result_union of a {flat.dtype} result: float32 or int32 only")
+    bits = flat.view(np.uint32)
+    value_bits = np.uint32(0x7FFFFFFF if flat.dtype.kind == "f" else 0xFFFFFFFF)
+    whole = flat.size // k
+    ors = np.bitwise_or.reduce(bits[: whole * k].reshape(whole, k), axis=1)
+    union = int(np.count_nonzero(ors & value_bits))
+    tail = bits[whole * k :]
+    if tail.size and np.bitwise_or.reduce(tail) & value_bits:
+        union += 1
+    return union
 
 
 @dataclass

@@ -103,7 +103,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     p.add_argument(
         "--elements", "-m", type=_number(int, 1, 1 << 26, "element count"), metavar="M",
-        help="elements per tensor (single 20000; scaling 65536 at 10 Mbit/s, 262144 faster; "
+        help="elements per tensor (single 20000; scaling 65536 at 10 Mbit/s, 1048576 faster; "
         "loss 20000; sparsity 131072; tenants 65536)",
     )  # fmt: skip
     p.add_argument(

@@ -160,8 +160,12 @@ TARGET_GLOO = 0.65  # p4reduce(8) / gloo(8); the ideal is (N=8) 1 / (2 * 7 / 8) 
 
 
 def scaling_elements(bw: float | None) -> int:
-    """A tensor whose link time is a few hundred ms: 256 KiB at 10 Mbit/s, 1 MiB faster."""
-    return 65_536 if bw is not None and bw <= 10 else 262_144
+    """A tensor whose link time is a few hundred ms: 256 KiB at 10 Mbit/s (225 ms), 1 M
+    floats (4 MiB, a gradient bucket's order of size) faster (341 ms at 100 Mbit/s). Each
+    call also has a fixed cost, the priming round trip and the start skew of the workers,
+    that grows with N on two shared cores (docs/results.md: about 15 ms at 8 workers);
+    a tensor of only a few link-time tens of ms would measure that, not the links."""
+    return 65_536 if bw is not None and bw <= 10 else 1_048_576
 
 
 def scaling_points(o: Options, ks: Sequence[int] = (64, 256, 1024)) -> list[Point]:

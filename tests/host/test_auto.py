@@ -36,6 +36,31 @@ def test_result_union_counts_non_zero_blocks() -> None:
     r[-1] = 1e-30  # the short last block
     assert result_union(r, 64) == 3
     assert result_union(np.zeros(0, dtype=np.int32), 64) == 0
+    with pytest.raises(TypeError, match="float64"):
+        result_union(np.zeros(8), 4)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+@pytest.mark.parametrize("size", [1, 63, 64, 65, 64 * 7, 64 * 7 + 5])
+def test_result_union_is_any_non_zero_per_block(dtype: type, size: int) -> None:
+    """The bit-pattern OR against its definition, ``(block != 0).any()``, on values that
+    tell them apart: -0.0 (zero), NaN, ±Inf, denormals, int32 with only the top bit."""
+    rng = np.random.default_rng(size)
+    if dtype is np.float32:
+        pool = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1e-45, -1e-45, 1.0], np.float32)
+    else:
+        pool = np.array([0, -(2**31), 1, -1, 2**30], np.int32)
+    for density in (0.0, 0.01, 0.2, 1.0):
+        r = np.zeros(size, dtype=dtype)
+        hit = rng.random(size) < density
+        r[hit] = rng.choice(pool, int(hit.sum()))
+        if dtype is np.float32:
+            r[~hit & (rng.random(size) < 0.5)] = -0.0
+        padded = np.zeros(-(-size // 64) * 64, dtype=dtype)
+        padded[:size] = r
+        expected = int(np.count_nonzero((padded.reshape(-1, 64) != 0).any(axis=1)))
+        assert result_union(r, 64) == expected
+        assert result_union(r.reshape(1, -1)[:, ::-1][:, ::-1], 64) == expected  # a view
 
 
 def test_cache_runs_a_census_first_and_every_recheck_calls() -> None:

@@ -7,7 +7,7 @@ import os
 
 import pytest
 from p4reduce.testbed import cpu
-from p4reduce.testbed.worker import item_groups
+from p4reduce.testbed.worker import call_order, de_bruijn_pairs, item_groups
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -79,3 +79,18 @@ def test_item_groups_interleave_only_consecutive_items_of_a_group() -> None:
     plan = [{"group": 0}, {"group": 0}, {"group": 0}, {}, {"group": 1}, {"group": 1},
             {"group": None}, {"group": None}, {"group": 1}]  # fmt: skip
     assert item_groups(plan) == [[0, 1, 2], [3], [4, 5], [6], [7], [8]]
+
+
+def test_call_order_puts_every_item_after_every_item_equally_often() -> None:
+    for n in range(1, 6):
+        cycle = de_bruijn_pairs(n)
+        pairs = [(cycle[i], cycle[(i + 1) % len(cycle)]) for i in range(len(cycle))]
+        assert sorted(pairs) == [(a, b) for a in range(n) for b in range(n)]
+    order = call_order(3, [25, 25, 25])
+    assert [order.count(j) for j in range(3)] == [25, 25, 25]
+    follows = list(zip(order, order[1:], strict=False))
+    counts = {p: follows.count(p) for p in set(follows)}
+    assert len(counts) == 9 and max(counts.values()) - min(counts.values()) <= 1
+    # items with fewer calls drop out when they have theirs; the others go on in order
+    assert call_order(2, [3, 1]) == [0, 0, 1, 0]
+    assert call_order(1, [4]) == [0, 0, 0, 0] and call_order(2, [0, 0]) == []

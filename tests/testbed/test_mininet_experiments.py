@@ -143,6 +143,7 @@ def test_standard_scaling_points() -> None:
     assert [(p.shape.bw, p.k, p.workers) for p in pts] == [
         (bw, k, n) for bw, k, ns in ex.SCALING_SERIES for n in ns]  # fmt: skip
     assert {p.items[0].elements for p in pts if p.shape.bw == 10} == {65_536}
+    assert {p.items[0].elements for p in pts if p.shape.bw == 100} == {1_048_576}
     assert {(p.repeat, p.rounds) for p in pts} == {(ex.SCALING_REPEAT, ex.SCALING_ROUNDS)}
     assert {p.repeat for p in ex.scaling_points(ex.Options(repeat=4))} == {4}  # --repeat
     assert all(p.gloo_items is None for p in pts)  # gloo at every point, 16 workers too
