@@ -189,9 +189,9 @@ def call_order(items: int, repeats: list[int]) -> list[int]:
     items, repeated, so that every item follows every item (itself included) equally often,
     until each item has its ``repeats``. A plain round robin (0, 1, 2, 0, 1, 2, ...) would
     always put the same item after the same one, and a call inherits its predecessor's
-    wake: after a 2,148-packet dense call, the next call starts with the links' token
-    buckets drained and the workers' finishing times spread, which cost whichever path
-    always came next (``auto``, at 0.1 % density) about 0.7 ms of a 6 ms call."""
+    wake: measured on loopback (4 workers, sparse/dense/auto at 0.1 % density), a sparse
+    call took 2.5 ms after a sparse one and 3.3 ms after a 2,148-packet dense one, so in
+    a round robin the path after dense (``auto``) paid for dense."""
     cycle = de_bruijn_pairs(items)
     left = list(repeats)
     order: list[int] = []
