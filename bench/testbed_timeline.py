@@ -4,6 +4,7 @@ phases.
 
     sudo .venv/bin/python bench/testbed_timeline.py            # 8 workers, 100 Mbit/s, K = 1024
     sudo .venv/bin/python bench/testbed_timeline.py --workers 2 --json
+    sudo .venv/bin/python bench/testbed_timeline.py --elements 262144   # 1 MiB calls
 
 A float32 call starts with a priming exchange (docs/protocol.md: one header-only packet
 per slot; a slot's data can go once every worker's priming for it reached the switch), then
@@ -130,6 +131,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bw", type=float, default=100.0)
     p.add_argument("--k", type=int, default=1024)
     p.add_argument("--repeat", type=int, default=15)
+    p.add_argument(
+        "--elements",
+        type=int,
+        default=None,
+        help="float32 elements per call (default: the scaling experiment's)",
+    )
     p.add_argument("--json", action="store_true", help="one JSON object per call")
     a = p.parse_args(argv)
     if os.geteuid() != 0:
@@ -144,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
         cmd = [str(p4reduce), "testbed", "-e", "scaling", "--workers", str(a.workers),
                "--bw", f"{a.bw:g}", "--k", str(a.k), "--repeat", str(a.repeat), "--no-gloo",
                "--json", "--out", out]  # fmt: skip
+        if a.elements:
+            cmd += ["--elements", str(a.elements)]
         run = subprocess.run(cmd, capture_output=True, text=True)
     stop.set()
     watcher.join(timeout=5)
