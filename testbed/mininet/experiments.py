@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .report import bars, plot
+from .report import bars, plot, plot_panels
 from .runner import Item, Point, Row, wire_frame_bytes
 from .stack import LinkShape
 
@@ -144,13 +144,20 @@ def single_figure(rows: list[Row], path: Path, title: str) -> None:
 
 
 # ---------------------------------------------------------------------- scaling
-SCALING_SERIES = ((10.0, 256, (2, 4, 8, 16)), (100.0, 1024, (2, 4, 8)))
-"""The standard scaling set: (link Mbit/s, K, worker counts); where p4src/ does not build
-K = 1024, the 100 Mbit/s series runs K = 256. 16 workers only at 10 Mbit/s (at 100 Mbit/s
-the two cores are the limit from 4 workers on). gloo runs at every point, 16 workers
-included: the points of a series share one stack and one set of gloo processes, so 16
-workers add eight torch processes (about 3 s of CPU and 260 MiB each, measured) to the
-series' eight. ``--bw``, ``--k`` and ``--workers`` replace the set by their product."""
+SCALING_SERIES = (
+    (10.0, 256, (2, 4, 8, 16), True),
+    (100.0, 256, (2, 4, 8), False),
+    (100.0, 1024, (2, 4, 8), True),
+)
+"""The standard scaling set: (link Mbit/s, K, worker counts, gloo too); where p4src/ does
+not build K = 1024, that series runs K = 256 (once). 16 workers only at 10 Mbit/s (at 100
+Mbit/s 16 workers would need more than the two cores). gloo runs at every point of its
+series, 16 workers included: the points of a series share one stack and one set of gloo
+processes, so 16 workers add eight torch processes (about 3 s of CPU and 260 MiB each,
+measured) to the series' eight. K = 256 at 100 Mbit/s shows the per-packet cost (four
+times the packets of K = 1024, MTU 1500); gloo's ring, which does not depend on K, runs
+with the K = 1024 series only. ``--bw``, ``--k`` and ``--workers`` replace the set by
+their product (gloo at every point unless ``--no-gloo``)."""
 # the worker counts of a series take their timed p4reduce calls in turns (rounds.py): a
 # slow stretch of a shared machine then falls on all of them alike, not on one
 SCALING_ROUNDS = 3
@@ -172,17 +179,23 @@ def scaling_points(o: Options, ks: Sequence[int] = (64, 256, 1024)) -> list[Poin
     """``ks``: the K values p4src/ builds (``switches.supported_ks``)."""
     standard = o.bws is None and o.ks is None and o.workers is None
     if standard:
-        series = tuple((bw, k if k in ks else 256, ns) for bw, k, ns in SCALING_SERIES)
+        chosen: dict[tuple[float, int], tuple[tuple[int, ...], bool]] = {}
+        for bw, k, ns, gloo in SCALING_SERIES:
+            key = (bw, k if k in ks else 256)
+            old_ns, old_gloo = chosen.get(key, ((), False))
+            chosen[key] = (tuple(sorted({*old_ns, *ns})), old_gloo or gloo)
+        series = tuple((bw, k, ns, gloo) for (bw, k), (ns, gloo) in chosen.items())
     else:
         series = tuple(
-            (bw, k, o.workers or (2, 4, 8))
+            (bw, k, o.workers or (2, 4, 8), True)
             for bw in (o.bws or (10.0,)) for k in (o.ks or (256,))
         )  # fmt: skip
     points = []
-    for bw, k, workers in series:
+    for bw, k, workers, gloo in series:
         item = Item(o.elements or scaling_elements(bw or None), "float32", "dense")
         for n in workers:
-            point = o.point("scaling", n, o.shape(0.0, bw), [item], k=k, rounds=SCALING_ROUNDS)
+            point = o.point("scaling", n, o.shape(0.0, bw), [item], k=k, rounds=SCALING_ROUNDS,
+                            gloo_items=None if gloo else ())  # fmt: skip
             points.append(replace(point, repeat=o.repeat or SCALING_REPEAT))
     return points
 
@@ -283,20 +296,26 @@ def cpu_lines(rows: Sequence[Row]) -> list[str]:
 
 
 def scaling_figure(rows: list[Row], path: Path, title: str) -> None:
-    groups = series_of(rows)
-    series = {}
-    for (bw, k), rs in groups.items():
-        tag = (f"{bw:g} Mbit/s" if bw else "unshaped") + f", K={k}"
+    """One panel per link rate (their times differ by more than the lines' spread), each
+    with p4reduce and its line-rate link time per K, and gloo's ring; linear time axes
+    from zero, so a flat line looks flat."""
+    panels: dict[str, dict[str, tuple[list[float], list[float]]]] = {}
+    for (bw, k), rs in series_of(rows).items():
+        panel = panels.setdefault(f"{bw:g} Mbit/s" if bw else "unshaped", {})
         for backend in ("p4reduce", "gloo"):
             b = sorted(by(rs, backend), key=lambda r: r.workers)
             if not b:
                 continue
-            series[f"{backend} {tag}"] = ([r.workers for r in b], [r.seconds * 1e3 for r in b])
+            xs = [float(r.workers) for r in b]
+            name = f"p4reduce K={k}"
+            if backend == "gloo":  # the ring does not depend on K; one line unless run twice
+                name = "gloo ring" if "gloo ring" not in panel else f"gloo ring (K={k} run)"
+            panel[name] = (xs, [r.seconds * 1e3 for r in b])
             if backend == "p4reduce" and all(r.link_ms for r in b):
-                series[f"line-rate switch {tag}"] = ([r.workers for r in b], [r.link_ms for r in b])
-    plot(series, path, title=title, xlabel="workers", xlog=True, ylog=True,
-         ylabel="time per all-reduce (ms, log)",
-         dashed=[k for k in series if k.startswith("line-rate")])  # fmt: skip
+                panel[f"line-rate switch K={k}"] = (xs, [r.link_ms or 0.0 for r in b])
+    dashed = sorted({n for p in panels.values() for n in p if n.startswith("line-rate")})
+    plot_panels(panels, path, title=title, xlabel="workers", xlog=True,
+                ylabel="time per all-reduce (ms)", dashed=dashed)  # fmt: skip
 
 
 # ---------------------------------------------------------------------- loss

@@ -6,6 +6,7 @@ import csv
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from .runner import Row
 
@@ -100,38 +101,82 @@ def plot(
     categorical: Sequence[str] | None = None,
 ) -> None:
     """One line per series name: (x values, y values). ``dashed``: the computed series."""
+    plot_panels({"": series}, path, title=title, xlabel=xlabel, ylabel=ylabel, xlog=xlog,
+                ylog=ylog, dashed=dashed, categorical=categorical)  # fmt: skip
+
+
+def plot_panels(
+    panels: dict[str, dict[str, tuple[Sequence[float], Sequence[float]]]],
+    path: Path,
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str = "time per all-reduce (ms)",
+    xlog: bool = False,
+    ylog: bool = False,
+    dashed: Sequence[str] = (),
+    categorical: Sequence[str] | None = None,
+) -> None:
+    """``plot`` with one panel per name of ``panels``, side by side, each with its own y
+    axis (series of different scales, e.g. one per link rate, stay readable)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    n = max(1, len(panels))
     # constrained layout makes room for a title of several lines (wrap_title)
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
+    fig, axes = plt.subplots(1, n, figsize=(6.4 if n == 1 else 4.6 * n, 4.2),
+                             layout="constrained", squeeze=False)  # fmt: skip
+    # one colour per series name across the panels
+    names = list(dict.fromkeys(n for series in panels.values() for n in series))
+    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colors = {n: palette[i % len(palette)] for i, n in enumerate(names)}
+    for ax, (name, series) in zip(axes[0], panels.items(), strict=False):
+        _draw(ax, series, colors, xlog=xlog, ylog=ylog, dashed=dashed, categorical=categorical)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        if name:
+            ax.set_title(name, fontsize=9)
+    if n == 1:
+        axes[0][0].set_title(wrap_title(title), fontsize=10)
+    else:
+        fig.suptitle(wrap_title(title, TITLE_CHARS * n * 2 // 3), fontsize=10)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _draw(
+    ax: object,
+    series: dict[str, tuple[Sequence[float], Sequence[float]]],
+    colors: dict[str, str],
+    *,
+    xlog: bool,
+    ylog: bool,
+    dashed: Sequence[str],
+    categorical: Sequence[str] | None,
+) -> None:
+    a: Any = ax
     for name, (xs, ys) in series.items():
         style = "--" if name in dashed else "-"
-        ax.plot(list(xs), list(ys), style, marker="o", label=name)
+        a.plot(list(xs), list(ys), style, marker="o", label=name, color=colors.get(name))
     if categorical is not None:
-        ax.set_xticks(range(len(categorical)), list(categorical))
+        a.set_xticks(range(len(categorical)), list(categorical))
     if xlog:
-        ax.set_xscale("log")
+        a.set_xscale("log")
         xs_all = sorted({x for xs, _ in series.values() for x in xs})
         if xs_all and all(float(x).is_integer() for x in xs_all):
             from matplotlib.ticker import NullFormatter
 
-            ax.set_xticks(xs_all, [f"{x:g}" for x in xs_all])
-            ax.xaxis.set_minor_formatter(NullFormatter())
+            a.set_xticks(xs_all, [f"{x:g}" for x in xs_all])
+            a.xaxis.set_minor_formatter(NullFormatter())
     if ylog:
-        ax.set_yscale("log")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(wrap_title(title), fontsize=10)
-    if not ylog:
-        ax.set_ylim(bottom=0)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+        a.set_yscale("log")
+    else:
+        a.set_ylim(bottom=0)
+    a.grid(True, alpha=0.3)
+    a.legend(fontsize=7)
 
 
 def bars(

@@ -141,15 +141,21 @@ def test_scaling_targets_per_series() -> None:
 def test_standard_scaling_points() -> None:
     pts = ex.scaling_points(ex.Options())
     assert [(p.shape.bw, p.k, p.workers) for p in pts] == [
-        (bw, k, n) for bw, k, ns in ex.SCALING_SERIES for n in ns]  # fmt: skip
+        (bw, k, n) for bw, k, ns, _ in ex.SCALING_SERIES for n in ns]  # fmt: skip
     assert {p.items[0].elements for p in pts if p.shape.bw == 10} == {65_536}
     assert {p.items[0].elements for p in pts if p.shape.bw == 100} == {1_048_576}
     assert {(p.repeat, p.rounds) for p in pts} == {(ex.SCALING_REPEAT, ex.SCALING_ROUNDS)}
     assert {p.repeat for p in ex.scaling_points(ex.Options(repeat=4))} == {4}  # --repeat
-    assert all(p.gloo_items is None for p in pts)  # gloo at every point, 16 workers too
+    # gloo at every point of the 10 Mbit/s and the K = 1024 series, 16 workers too; not
+    # again at K = 256 and 100 Mbit/s (the ring does not depend on K)
+    assert {(p.shape.bw, p.k) for p in pts if p.gloo_items is None} == {(10, 256), (100, 1024)}
+    assert {(p.shape.bw, p.k) for p in pts if p.gloo_items == ()} == {(100, 256)}
     assert ex.scaling_points(ex.Options(gloo=False))[0].gloo_items == ()  # --no-gloo
-    # where p4src/ has no K = 1024, the 100 Mbit/s series runs K = 256
-    assert {p.k for p in ex.scaling_points(ex.Options(), (64, 256))} == {256}
+    # where p4src/ has no K = 1024, the 100 Mbit/s series runs K = 256, once, with gloo
+    without = ex.scaling_points(ex.Options(), (64, 256))
+    assert {p.k for p in without} == {256}
+    assert [(p.shape.bw, p.workers, p.gloo_items) for p in without if p.shape.bw == 100] == [
+        (100, 2, None), (100, 4, None), (100, 8, None)]  # fmt: skip
     # the command line's lists replace the set by their product
     pts = ex.scaling_points(ex.Options(workers=(2, 3), bws=(100.0,), ks=(64, 256)))
     assert [(p.shape.bw, p.k, p.workers) for p in pts] == [
