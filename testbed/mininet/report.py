@@ -89,20 +89,11 @@ def write_csv(rows: Sequence[Row], path: Path) -> None:
 
 
 def plot(
-    series: dict[str, tuple[Sequence[float], Sequence[float]]],
-    path: Path,
-    *,
-    title: str,
-    xlabel: str,
-    ylabel: str = "time per all-reduce (ms)",
-    xlog: bool = False,
-    ylog: bool = False,
-    dashed: Sequence[str] = (),
-    categorical: Sequence[str] | None = None,
+    series: dict[str, tuple[Sequence[float], Sequence[float]]], path: Path, **options: Any
 ) -> None:
-    """One line per series name: (x values, y values). ``dashed``: the computed series."""
-    plot_panels({"": series}, path, title=title, xlabel=xlabel, ylabel=ylabel, xlog=xlog,
-                ylog=ylog, dashed=dashed, categorical=categorical)  # fmt: skip
+    """One line per series name: (x values, y values), in one panel; ``options`` are
+    ``plot_panels``'s (``title``, ``xlabel``, ``dashed`` for the computed series, ...)."""
+    plot_panels({"": series}, path, **options)
 
 
 def plot_panels(
