@@ -205,25 +205,14 @@ def call_order(items: int, repeats: list[int]) -> list[int]:
 
 def de_bruijn_pairs(n: int) -> list[int]:
     """A cyclic sequence over 0..n-1 that holds every ordered pair (a, b) exactly once as
-    consecutive elements, the last wrapping to the first (the de Bruijn sequence B(n, 2),
-    by the usual Lyndon-word construction): n * n elements, each value n times."""
-    if n <= 1:
-        return [0] * n
+    consecutive elements, the last wrapping to the first (the de Bruijn sequence B(n, 2)):
+    n * n elements, each value n times. It is the Lyndon words of length 1 and 2 in
+    lexicographic order, a then (a, b) for every b > a: 0, 0 1, 0 2, 1, 1 2, 2 for n = 3."""
     seq: list[int] = []
-    a = [0] * 3
-
-    def extend(t: int, p: int) -> None:
-        if t > 2:
-            if 2 % p == 0:
-                seq.extend(a[1 : p + 1])
-            return
-        a[t] = a[t - p]
-        extend(t + 1, p)
-        for v in range(a[t - p] + 1, n):
-            a[t] = v
-            extend(t + 1, t)
-
-    extend(1, 1)
+    for a in range(n):
+        seq.append(a)
+        for b in range(a + 1, n):
+            seq += (a, b)
     return seq
 
 

@@ -139,7 +139,7 @@ def plot_panels(
 
 
 def _draw(
-    ax: object,
+    ax: Any,  # a matplotlib Axes (matplotlib is imported only when plotting)
     series: dict[str, tuple[Sequence[float], Sequence[float]]],
     colors: dict[str, str],
     *,
@@ -148,26 +148,25 @@ def _draw(
     dashed: Sequence[str],
     categorical: Sequence[str] | None,
 ) -> None:
-    a: Any = ax
     for name, (xs, ys) in series.items():
         style = "--" if name in dashed else "-"
-        a.plot(list(xs), list(ys), style, marker="o", label=name, color=colors.get(name))
+        ax.plot(list(xs), list(ys), style, marker="o", label=name, color=colors.get(name))
     if categorical is not None:
-        a.set_xticks(range(len(categorical)), list(categorical))
+        ax.set_xticks(range(len(categorical)), list(categorical))
     if xlog:
-        a.set_xscale("log")
+        ax.set_xscale("log")
         xs_all = sorted({x for xs, _ in series.values() for x in xs})
         if xs_all and all(float(x).is_integer() for x in xs_all):
             from matplotlib.ticker import NullFormatter
 
-            a.set_xticks(xs_all, [f"{x:g}" for x in xs_all])
-            a.xaxis.set_minor_formatter(NullFormatter())
+            ax.set_xticks(xs_all, [f"{x:g}" for x in xs_all])
+            ax.xaxis.set_minor_formatter(NullFormatter())
     if ylog:
-        a.set_yscale("log")
+        ax.set_yscale("log")
     else:
-        a.set_ylim(bottom=0)
-    a.grid(True, alpha=0.3)
-    a.legend(fontsize=7)
+        ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
 
 
 def bars(
