@@ -38,13 +38,13 @@ from typing import Any
 import floor
 import grpc
 from google.protobuf import text_format
-from p4.config.v1 import p4info_pb2
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from p4reduce.switch.frontend.cli import main as p4c_main
 from p4reduce.switch.interp.matches import Exact
 from p4reduce.switch.p4runtime import Device, P4RuntimeServer
 from p4reduce.switch.ports import UdpAdapter
 from p4reduce.switch.process.dataplane import Dataplane
+
+from p4reduce.proto import p4info_pb2, p4runtime_pb2, p4runtime_pb2_grpc
 
 PROGRAM = Path(__file__).resolve().parents[1] / "tests" / "process" / "fwd.p4"
 WINDOW = 32

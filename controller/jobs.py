@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from p4.v1 import p4runtime_pb2
+from p4reduce.proto import p4runtime_pb2
 
 from . import addr, program
 from .errors import Conflict, InvalidArgument, NotFound

@@ -9,8 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from p4.config.v1 import p4info_pb2
-from p4.v1 import p4runtime_pb2
+from p4reduce.proto import p4info_pb2, p4runtime_pb2
 
 from .errors import ControllerError, InvalidArgument
 

@@ -19,7 +19,8 @@ from typing import Any
 
 import grpc
 from google.rpc import status_pb2
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+from p4reduce.proto import p4runtime_pb2, p4runtime_pb2_grpc
 
 from .errors import ControllerError, NoPipeline, SwitchError
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from google.protobuf import text_format
-from p4.config.v1 import p4info_pb2
-from p4.v1 import p4runtime_pb2
+
+from p4reduce.proto import p4info_pb2, p4runtime_pb2
 
 from . import program
 from .errors import InvalidArgument

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from p4.v1 import p4runtime_pb2
+from p4reduce.proto import p4runtime_pb2
 
 from . import addr, program
 from .errors import InvalidArgument

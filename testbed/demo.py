@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 import time
@@ -30,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import resources
 from ..free_port import free_port
 from .ddp_bound import param_tolerance
 from .local import LocalStack, StackError
@@ -86,17 +86,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def find_example() -> Path:
-    """``examples/train_ddp.py`` of the checkout this package runs from (or the current
-    directory's), or ``$P4REDUCE_EXAMPLES/train_ddp.py``."""
-    env = os.environ.get("P4REDUCE_EXAMPLES")
-    candidates = [Path(env)] if env else []
-    candidates += [Path(__file__).resolve().parents[1] / "examples", Path.cwd() / "examples"]
-    for c in candidates:
-        if (c / "train_ddp.py").is_file():
-            return c / "train_ddp.py"
-    raise DemoError(
-        "cannot find examples/train_ddp.py: run from a p4reduce checkout or set P4REDUCE_EXAMPLES"
-    )
+    """``examples/train_ddp.py``: ``$P4REDUCE_EXAMPLES``, the installed package data, or the
+    checkout's (p4reduce.resources)."""
+    try:
+        return resources.example("train_ddp.py")
+    except resources.ResourceNotFound as err:
+        raise DemoError(str(err)) from None
 
 
 class Demo:

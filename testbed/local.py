@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import resources
 from ..controller.credentials import JOB_SECRET_ENV, new_secret
 from ..free_port import free_port
 
@@ -157,18 +158,12 @@ class StackError(Exception):
 
 
 def find_p4src() -> Path:
-    """``p4src/`` of the checkout this package runs from, or ``$P4REDUCE_P4SRC``."""
-    env = os.environ.get("P4REDUCE_P4SRC")
-    candidates = [Path(env)] if env else []
-    here = Path(__file__).resolve()
-    candidates += [here.parents[1] / "p4src", Path.cwd() / "p4src"]
-    for c in candidates:
-        if (c / "dense.p4").is_file() and (c / "include").is_dir():
-            return c
-    raise StackError(
-        "cannot find the P4 programs (p4src/dense.p4): run from a p4reduce checkout "
-        "or set P4REDUCE_P4SRC"
-    )
+    """The P4 programs' folder: ``$P4REDUCE_P4SRC``, the installed package data, or the
+    checkout's ``p4src/`` (p4reduce.resources)."""
+    try:
+        return resources.p4src()
+    except resources.ResourceNotFound as err:
+        raise StackError(str(err)) from None
 
 
 def command(name: str) -> str:

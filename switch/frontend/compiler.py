@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from p4.config.v1 import p4info_pb2
+from p4reduce.proto import p4info_pb2
 
 from . import bmv2rules, checker, cpbuild, ir, parser, preprocess, tofino
 from .cpmodel import ControlPlaneModel

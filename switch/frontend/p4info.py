@@ -26,7 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from google.protobuf import text_format
-from p4.config.v1 import p4info_pb2
+
+from p4reduce.proto import p4info_pb2
 
 from .cpmodel import Annotations, ControlPlaneModel, CPAction
 from .p4info_annotations import (

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from p4.config.v1 import p4info_pb2, p4types_pb2
+from p4reduce.proto import p4info_pb2, p4types_pb2
 
 from .annoexpr import fold_annotation_expression
 from .cpmodel import Annotations

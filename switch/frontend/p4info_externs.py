@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from p4.config.v1 import p4info_pb2
+from p4reduce.proto import p4info_pb2
 
 from .cpmodel import CPActionProfile, CPCounter, CPMeter, CPRegister
 from .p4info_annotations import find_annotation, int_literal, string_literal

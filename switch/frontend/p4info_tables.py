@@ -4,7 +4,7 @@ and the tables' implementation and direct resources.
 
 from __future__ import annotations
 
-from p4.config.v1 import p4info_pb2
+from p4reduce.proto import p4info_pb2
 
 from .cpmodel import Annotations, CPAction, CPMatchField, CPParam, CPTable
 from .p4info_annotations import (

@@ -4,7 +4,7 @@ which holds only the user types the message refers to.
 
 from __future__ import annotations
 
-from p4.config.v1 import p4info_pb2, p4types_pb2
+from p4reduce.proto import p4info_pb2, p4types_pb2
 
 from .cpmodel import ControlPlaneModel, CPDataType, CPEnum, CPNewType, CPStruct, CPTypeSpecField
 from .p4info_ids import internal_error

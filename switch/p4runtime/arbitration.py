@@ -26,7 +26,8 @@ from collections.abc import Callable
 from typing import Any
 
 from google.rpc import code_pb2
-from p4.v1 import p4runtime_pb2
+
+from p4reduce.proto import p4runtime_pb2
 
 from .errors import P4RTError, failed_precondition, invalid, not_found, permission_denied
 

@@ -17,8 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from p4.config.v1 import p4info_pb2
-from p4.v1 import p4runtime_pb2
+from p4reduce.proto import p4info_pb2, p4runtime_pb2
 
 from . import packetio
 from .errors import P4RTError, failed_precondition, not_found

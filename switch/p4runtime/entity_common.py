@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from p4.v1 import p4runtime_pb2
+from p4reduce.proto import p4runtime_pb2
 
 from . import bytestrings
 from .errors import invalid, not_found, out_of_range

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from p4.v1 import p4runtime_pb2
+from p4reduce.proto import p4runtime_pb2
 
 from . import entity_tables
 from .entity_common import indexes, lookup, modify_only, read_targets

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from p4.v1 import p4runtime_pb2
+from p4reduce.proto import p4runtime_pb2
 
 from . import bytestrings
 from .entity_common import DELETE, INSERT, MODIFY

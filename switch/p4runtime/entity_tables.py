@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from p4.v1 import p4runtime_pb2
+from p4reduce.proto import p4runtime_pb2
 
 from ..interp.externs import ExternError
 from ..interp.matches import Exact, Lpm, Match, Optional, Range, Ternary

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import grpc
 from google.rpc import code_pb2, status_pb2
-from p4.v1 import p4runtime_pb2
+
+from p4reduce.proto import p4runtime_pb2
 
 Code = grpc.StatusCode
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from p4.v1 import p4data_pb2
+from p4reduce.proto import p4data_pb2
 
 from . import bytestrings
 from .errors import invalid, unimplemented

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from p4.config.v1 import p4info_pb2
+from p4reduce.proto import p4info_pb2
 
 from .errors import invalid
 

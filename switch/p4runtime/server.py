@@ -17,7 +17,8 @@ from concurrent import futures
 from typing import Any
 
 import grpc
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+from p4reduce.proto import p4runtime_pb2, p4runtime_pb2_grpc
 
 from . import entities, pipeline_config
 from .arbitration import Arbitration, Connection, election_id

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import resources
 from ..ddp_bound import param_tolerance
 from ..local import StackError
 from .experiments import Options, link_label
@@ -52,10 +53,10 @@ RUNS = (("gloo", "ring"), ("p4reduce", "dense"), ("p4reduce", "auto"))
 
 
 def find_script() -> Path:
-    for c in (Path(__file__).resolve().parents[2], Path.cwd()):
-        if (c / "examples" / "train_ddp.py").is_file():
-            return c / "examples" / "train_ddp.py"
-    raise StackError("examples/train_ddp.py not found (run from a p4reduce checkout)")
+    try:
+        return resources.example("train_ddp.py")
+    except resources.ResourceNotFound as err:
+        raise StackError(str(err)) from None
 
 
 def run_backend(

@@ -20,7 +20,6 @@ from ctl_helpers import (
     members,
     result_header,
 )
-from p4.v1 import p4runtime_pb2
 from p4reduce.controller import (
     Conflict,
     Controller,
@@ -35,6 +34,8 @@ from p4reduce.controller import (
 )
 from p4reduce.controller.jobs import multicast_group
 from p4reduce.controller.p4rt import INSERT
+
+from p4reduce.proto import p4runtime_pb2
 
 
 def _table(ctl: Controller, name: str) -> list:

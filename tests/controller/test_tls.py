@@ -31,6 +31,10 @@ from p4reduce.switch.p4runtime import Device, P4RuntimeServer
 from p4reduce.switch.p4runtime.tls import ServerTls
 from tlscerts import Certs, make_certs
 
+# p4runtime-shell runs in its own virtual environment (tests/p4runtime/shell_venv.py)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "p4runtime"))
+from shell_venv import shell_python  # noqa: E402
+
 SECRET = "a-secret-for-the-tls-tests"
 
 
@@ -115,7 +119,7 @@ def _shell(switch: Switch, programs: dict[str, Path], ca: Path, cert: Any, key: 
     args = [switch.addr, f"{prefix}.p4info.txtpb", f"{prefix}.json", str(ca), str(cert or ""),
             str(key or "")]  # fmt: skip
     done = subprocess.run(
-        [sys.executable, "-c", SHELL, *args], capture_output=True, text=True, timeout=90
+        [shell_python(), "-c", SHELL, *args], capture_output=True, text=True, timeout=90
     )
     return json.loads(done.stdout.strip().splitlines()[-1])
 

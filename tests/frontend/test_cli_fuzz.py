@@ -21,9 +21,10 @@ import pytest
 from google.protobuf import json_format, text_format
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from p4.config.v1 import p4info_pb2
 from p4reduce.switch.frontend import cli
 from p4reduce.switch.frontend.errors import CompileError, SourcePos
+
+from p4reduce.proto import p4info_pb2
 
 VALID_PROGRAM = """\
 #include <core.p4>

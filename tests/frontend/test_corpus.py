@@ -113,8 +113,9 @@ def test_good_program_is_well_formed(path: Path) -> None:
 
 @pytest.mark.parametrize("path", GOOD, ids=[p.stem for p in GOOD])
 def test_good_program_compiles(path: Path) -> None:
-    from p4.config.v1 import p4info_pb2
     from p4reduce.switch.frontend.errors import CompileError
+
+    from p4reduce.proto import p4info_pb2
 
     try:
         result = _compile(path)

@@ -109,9 +109,10 @@ def test_switch_refuses_it_with_one_line(tmp_path: Path) -> None:
 
 def test_switch_refuses_it_over_p4runtime(tmp_path: Path) -> None:
     import grpc
-    from p4.v1 import p4runtime_pb2
     from p4reduce.switch.p4runtime.errors import P4RTError
     from p4reduce.switch.p4runtime.pipeline_config import build_state
+
+    from p4reduce.proto import p4runtime_pb2
 
     (tmp_path / "blocks.p4").write_text(BLOCKS)
     prog = tmp_path / "prog.p4"

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from google.protobuf import text_format
 from google.protobuf.descriptor import FieldDescriptor
-from p4.config.v1 import p4info_pb2
 from p4reduce.switch.frontend.cpmodel import (
     ControlPlaneModel,
     CPAction,
@@ -43,6 +42,8 @@ from p4reduce.switch.frontend.p4info import (
     jenkins_one_at_a_time,
     p4info_to_text,
 )
+
+from p4reduce.proto import p4info_pb2
 
 GOLDEN = Path(__file__).parent / "p4info_golden"
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from p4.config.v1 import p4info_pb2
 from p4reduce.switch.frontend.compiler import CompileOptions, compile_file
 from p4reduce.switch.frontend.errors import CompileError
 from p4reduce.switch.frontend.p4info import jenkins_one_at_a_time
+
+from p4reduce.proto import p4info_pb2
 
 PRELUDE = """
 #include <core.p4>

@@ -48,9 +48,10 @@ def test_program_runs_in_the_switch(name: str) -> None:
 def test_named_package_arguments_load_when_pushed_over_p4runtime(tmp_path: Path) -> None:
     """The compiled JSON and P4Info of a V1Switch with reordered named arguments make a
     pipeline a SetForwardingPipelineConfig accepts, and it forwards like the source does."""
-    from p4.v1 import p4runtime_pb2
     from p4reduce.switch.frontend.cli import main as p4c_main
     from p4reduce.switch.p4runtime.pipeline_config import build_state
+
+    from p4reduce.proto import p4runtime_pb2
 
     name = "package_named_arguments_reordered"
     info = tmp_path / "p.txtpb"

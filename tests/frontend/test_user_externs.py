@@ -98,9 +98,10 @@ def test_emit_externs_compiles_and_the_switch_refuses_at_load(kind: str, tmp_pat
 def test_emit_externs_pipeline_is_refused_over_p4runtime(tmp_path: Path) -> None:
     """SetForwardingPipelineConfig with such a pipeline is INVALID_ARGUMENT naming the line."""
     import grpc
-    from p4.v1 import p4runtime_pb2
     from p4reduce.switch.p4runtime.errors import P4RTError
     from p4reduce.switch.p4runtime.pipeline_config import build_state
+
+    from p4reduce.proto import p4runtime_pb2
 
     path = _write(tmp_path, "function")
     assert p4c_main([str(path), "--emit-externs", "-o", str(tmp_path)]) == 0

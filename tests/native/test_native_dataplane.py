@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from p4.v1 import p4runtime_pb2
 from p4reduce.switch.frontend.cli import main as p4c_main
 from p4reduce.switch.interp.matches import Exact
 from p4reduce.switch.p4runtime import Device
@@ -20,6 +19,8 @@ from p4reduce.switch.p4runtime.pipeline_config import build_state
 from p4reduce.switch.ports import UdpAdapter
 from p4reduce.switch.process.dataplane import Dataplane, make_dataplane
 from p4reduce.switch.process.native_dataplane import NativeDataplane
+
+from p4reduce.proto import p4runtime_pb2
 
 from .test_loop_udp import wait_until  # noqa: E402
 

@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-from p4.v1 import p4runtime_pb2
 from p4reduce.switch.frontend.cli import main as p4c_main
 from p4reduce.switch.interp.matches import Exact
 from p4reduce.switch.native.build import compiler
@@ -22,6 +21,8 @@ from p4reduce.switch.p4runtime.pipeline_config import build_state
 from p4reduce.switch.ports import UdpAdapter
 from p4reduce.switch.process.dataplane import make_dataplane
 from p4reduce.switch.process.native_dataplane import NativeDataplane
+
+from p4reduce.proto import p4runtime_pb2
 
 PROGRAM = Path(__file__).resolve().parent / "p4" / "profile_loop.p4"
 CPU = 64

@@ -15,10 +15,10 @@ import grpc
 import pytest
 from google.protobuf import text_format
 from google.rpc import status_pb2
-from p4.config.v1 import p4info_pb2
-from p4.v1 import p4runtime_pb2 as p4rt
-from p4.v1 import p4runtime_pb2_grpc
 from p4reduce.switch.p4runtime import Device, P4RuntimeServer
+
+from p4reduce.proto import p4info_pb2, p4runtime_pb2_grpc
+from p4reduce.proto import p4runtime_pb2 as p4rt
 
 HERE = Path(__file__).parent
 PROGRAM = HERE / "programs" / "p4rt_test.p4"

@@ -1,16 +1,20 @@
 """p4runtime-shell scenarios against the embedded switch's P4Runtime server.
 
-Run by test_shell.py in a subprocess (the shell keeps one module-global client per process and
-starts non-daemon threads): ``python shell_scenarios.py P4INFO JSON RESULTS [NAME...]``. Each
-scenario gets a fresh device and server on an ephemeral port, calls ``sh.setup`` (catching the
-``SystemExit`` it raises on failure) and always ``sh.teardown()``. One JSON line per scenario
-is appended to RESULTS: ``{"name", "ok", "error"}``.
+Run by test_shell.py with the Python of p4runtime-shell's own virtual environment (its pins:
+protobuf < 3.21, p4runtime 1.4.1), where p4reduce is not installed, in one subprocess (the
+shell keeps one module-global client per process and starts non-daemon threads):
+``python shell_scenarios.py AGENT_PYTHON P4INFO JSON RESULTS [NAME...]``. Each scenario gets a
+fresh switch: switch_agent.py run by AGENT_PYTHON (p4reduce's), a separate process serving
+P4Runtime on an ephemeral port, as a user's switch would. The scenario calls ``sh.setup``
+(catching the ``SystemExit`` it raises on failure) and always ``sh.teardown()``. One JSON
+line per scenario is appended to RESULTS: ``{"name", "ok", "error"}``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import subprocess
 import sys
 import threading
 import traceback
@@ -21,12 +25,12 @@ from typing import Any
 import grpc
 import p4runtime_sh.shell as sh
 from p4.v1 import p4runtime_pb2 as p4rt
-from p4reduce.switch.p4runtime import Device, P4RuntimeServer
 from p4runtime_sh.p4runtime import P4RuntimeWriteException
 
 CPU_PORT = 255
 SNIFF = 0.5  # seconds: sniff() always waits this long, the messages come within milliseconds
-P4INFO = JSON = ""
+P4INFO = JSON = AGENT_PYTHON = ""
+AGENT = Path(__file__).with_name("switch_agent.py")
 
 
 def mac(n: int) -> bytes:
@@ -37,13 +41,70 @@ def frame(dst: int, src: int = 9, ethertype: int = 0x1234) -> bytes:
     return mac(dst) + mac(src) + ethertype.to_bytes(2, "big") + b"payload"
 
 
+class Agent:
+    """The switch process: a line of JSON out, a line of JSON back."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [AGENT_PYTHON, str(AGENT), str(CPU_PORT)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        ready = self.proc.stdout.readline().split()
+        if ready[:1] != ["ready"]:
+            self.proc.kill()
+            raise RuntimeError(f"switch_agent.py did not start: {ready}")
+        self.port = int(ready[1])
+
+    def ask(self, **req: Any) -> Any:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(req) + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def stop(self) -> None:
+        try:
+            self.ask_no_reply()
+            self.proc.wait(timeout=10)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+
+    def ask_no_reply(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"op": "stop"}) + "\n")
+        self.proc.stdin.close()
+
+
+class DeviceView:
+    """What the scenarios read of the device, answered by the agent."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+
+    def inject(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
+        return [
+            (p, bytes.fromhex(f))
+            for p, f in self.agent.ask(op="inject", port=port, frame=data.hex())
+        ]
+
+    @property
+    def has_pipeline(self) -> bool:
+        return bool(self.agent.ask(op="has_pipeline"))
+
+
 class Switch:
     def __init__(self) -> None:
-        self.sent: list[tuple[int, bytes]] = []
-        self.device = Device(1, cpu_port=CPU_PORT, transmit=lambda p, f: self.sent.append((p, f)))
-        self.server = P4RuntimeServer(self.device, "127.0.0.1:0")
-        self.port = self.server.start()
-        self.addr = f"127.0.0.1:{self.port}"
+        self.agent = Agent()
+        self.device = DeviceView(self.agent)
+        self.addr = f"127.0.0.1:{self.agent.port}"
+
+    @property
+    def sent(self) -> list[tuple[int, bytes]]:
+        return [(p, bytes.fromhex(f)) for p, f in self.agent.ask(op="sent")]
 
     def setup(self, push: bool = True, **kwargs: Any) -> None:
         config = sh.FwdPipeConfig(P4INFO, JSON) if push else None
@@ -68,7 +129,7 @@ def scenario_setup_and_push(sw: Switch) -> None:
     assert sh.APIVersion() == "1.4.1"
     names = {t.preamble.name for t in sh.context.p4info.tables}
     assert "MyIngress.l2" in names
-    assert sw.device.state is not None
+    assert sw.device.has_pipeline
 
 
 def scenario_no_pipeline_exits(sw: Switch) -> None:
@@ -311,15 +372,15 @@ def run(name: str) -> dict[str, Any]:
         result["error"] = "".join(traceback.format_exception(exc))
     finally:
         teardown()
-        sw.server.stop()
+        sw.agent.stop()
     return result
 
 
 def main(argv: list[str]) -> int:
-    global P4INFO, JSON
-    P4INFO, JSON, results = argv[1], argv[2], Path(argv[3])
+    global P4INFO, JSON, AGENT_PYTHON
+    AGENT_PYTHON, P4INFO, JSON, results = argv[1], argv[2], argv[3], Path(argv[4])
     logging.disable(logging.CRITICAL)  # the shell logs failures it is expected to hit
-    names = argv[4:] or list(SCENARIOS)
+    names = argv[5:] or list(SCENARIOS)
     with results.open("a") as out:
         for name in names:
             out.write(json.dumps(run(name)) + "\n")

@@ -6,9 +6,10 @@ import threading
 
 import grpc
 from google.rpc import code_pb2
-from p4.v1 import p4runtime_pb2 as p4rt
 from p4reduce.switch.p4runtime import Device, P4RuntimeServer
 from p4rt_client import INSERT, Client, Harness, exact
+
+from p4reduce.proto import p4runtime_pb2 as p4rt
 
 
 def l2_entry(h: Harness, dst: int = 2, port: int = 3) -> p4rt.TableEntry:

@@ -10,8 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from p4.v1 import p4runtime_pb2 as p4rt
 from p4rt_client import INSERT, Compiled, Harness, compile_program
+
+from p4reduce.proto import p4runtime_pb2 as p4rt
 
 PROGRAM = Path(__file__).parent / "programs" / "digest_kinds.p4"
 

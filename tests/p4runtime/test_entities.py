@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import grpc
 from google.rpc import code_pb2
-from p4.v1 import p4runtime_pb2 as p4rt
 from p4rt_client import CPU_PORT, DELETE, INSERT, MODIFY, Harness, exact, ternary
+
+from p4reduce.proto import p4runtime_pb2 as p4rt
 
 
 def mac(n: int) -> bytes:

@@ -6,8 +6,9 @@ import json
 
 import grpc
 import pytest
-from p4.v1 import p4runtime_pb2 as p4rt
 from p4rt_client import INSERT, MODIFY, Harness, exact
+
+from p4reduce.proto import p4runtime_pb2 as p4rt
 
 SET = p4rt.SetForwardingPipelineConfigRequest
 GET = p4rt.GetForwardingPipelineConfigRequest

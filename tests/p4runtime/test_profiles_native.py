@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from p4.v1 import p4runtime_pb2 as p4rt
 from p4reduce.switch.native.build import compiler
 from p4rt_client import DELETE, INSERT, MODIFY, Compiled, Harness, compile_program, exact, lpm
+
+from p4reduce.proto import p4runtime_pb2 as p4rt
 
 PROGRAM = Path(__file__).resolve().parents[1] / "native" / "p4" / "profile_ops.p4"
 DSTS = [0x0A0000000001, 0x0A0000000002]

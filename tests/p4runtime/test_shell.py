@@ -1,5 +1,6 @@
-"""p4runtime-shell drives the server: shell_scenarios.py runs in one subprocess (the shell keeps
-a module-global client and non-daemon threads), each scenario with its own switch."""
+"""p4runtime-shell drives the server: shell_scenarios.py runs in one subprocess with the Python
+of the shell's own virtual environment (shell_venv.py; old protobuf, as users have it), each
+scenario with its own switch process (switch_agent.py, p4reduce's Python)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 from p4rt_client import Compiled
+from shell_venv import shell_python
 
 HERE = Path(__file__).parent
 SCENARIOS = [
@@ -31,8 +33,9 @@ SCENARIOS = [
 def shell_results(compiled: Compiled, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     results = tmp_path_factory.mktemp("shell") / "results.jsonl"
     cmd = [
-        sys.executable,
+        shell_python(),
         str(HERE / "shell_scenarios.py"),
+        sys.executable,
         str(compiled.p4info_path),
         str(compiled.json_path),
         str(results),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import grpc
 import pytest
-from p4.v1 import p4runtime_pb2 as p4rt
 from p4rt_client import (
     DELETE,
     INSERT,
@@ -16,6 +15,8 @@ from p4rt_client import (
     range_,
     ternary,
 )
+
+from p4reduce.proto import p4runtime_pb2 as p4rt
 
 L2, ACL, ROUTES = "MyIngress.l2", "MyIngress.acl", "MyIngress.routes"
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import grpc
 import pytest
-from p4.config.v1 import p4info_pb2
-from p4.v1 import p4runtime_pb2 as p4rt
 from p4reduce.switch.p4runtime import Device, P4RTError
 from p4reduce.switch.p4runtime.bytestrings import decode, encode
 from p4reduce.switch.p4runtime.packetio import pack_packet_out, unpack_packet_in
 from p4reduce.switch.p4runtime.schema import ControllerHeader, Schema
+
+from p4reduce.proto import p4info_pb2
+from p4reduce.proto import p4runtime_pb2 as p4rt
 
 
 def test_canonical_encoding() -> None:

@@ -11,12 +11,13 @@ import grpc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from p4reduce.switch.frontend.cli import main as p4c_main
 from p4reduce.switch.interp.matches import Exact
 from p4reduce.switch.p4runtime import Device, P4RuntimeServer
 from p4reduce.switch.ports import UdpAdapter
 from p4reduce.switch.process.dataplane import Dataplane
+
+from p4reduce.proto import p4runtime_pb2, p4runtime_pb2_grpc
 
 HERE = Path(__file__).resolve().parent
 METHODS = ["Write", "Read", "SetForwardingPipelineConfig", "GetForwardingPipelineConfig",

@@ -15,10 +15,10 @@ from pathlib import Path
 import grpc
 import pytest
 from google.protobuf import text_format
-from p4.config.v1 import p4info_pb2
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from p4reduce.switch.frontend.cli import main as p4c_main
 from p4reduce.switch.native.build import compiler
+
+from p4reduce.proto import p4info_pb2, p4runtime_pb2, p4runtime_pb2_grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from switchproc import Switch  # noqa: E402

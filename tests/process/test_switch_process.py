@@ -14,8 +14,9 @@ from pathlib import Path
 
 import grpc
 import pytest
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from p4reduce.switch.frontend.cli import main as p4c_main
+
+from p4reduce.proto import p4runtime_pb2, p4runtime_pb2_grpc
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -47,7 +48,8 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def install_forwarding(addr: str, info_path: Path, entries: dict[int, int]) -> None:
     from google.protobuf import text_format
-    from p4.config.v1 import p4info_pb2
+
+    from p4reduce.proto import p4info_pb2
 
     info = text_format.Parse(info_path.read_text(), p4info_pb2.P4Info())
     table = next(t for t in info.tables if t.preamble.name == "I.fwd")
