@@ -59,11 +59,17 @@ def _id(kind: int, name: str) -> int:
     return (kind << 24) | (jenkins_one_at_a_time(name.encode()) & 0xFFFFFF)
 
 
+def _repeated(descriptor: FieldDescriptor) -> bool:
+    """protobuf >= 5.28 says ``is_repeated``; 7 dropped ``label``, which older releases need."""
+    flag = getattr(descriptor, "is_repeated", None)
+    return flag if flag is not None else descriptor.label == FieldDescriptor.LABEL_REPEATED
+
+
 def _canonical(message) -> None:
     """Sort every repeated field (children first) so comparisons ignore ordering."""
     for descriptor, value in message.ListFields():
         if descriptor.type != FieldDescriptor.TYPE_MESSAGE:
-            if descriptor.label == FieldDescriptor.LABEL_REPEATED:
+            if _repeated(descriptor):
                 value.sort()
             continue
         if descriptor.message_type.GetOptions().map_entry:
@@ -71,7 +77,7 @@ def _canonical(message) -> None:
                 for item in value.values():
                     _canonical(item)
             continue
-        if descriptor.label != FieldDescriptor.LABEL_REPEATED:
+        if not _repeated(descriptor):
             _canonical(value)
             continue
         for item in value:
