@@ -3,7 +3,7 @@
 Prints the median of several runs of the whole compile (preprocessing, parsing, checking,
 P4Info and IR), per-stage medians, and as a same-run baseline the time to merely split the
 same text into tokens with one regular expression; the ratio to that lower bound is what
-compares across machines (DESIGN.md section 6: machines differ, ratios do not much).
+compares across machines (docs/architecture.md: machines differ, ratios do not much).
 
     python bench/frontend.py [--lines N] [--repeat R] [--json] [--save FILE]
 """

@@ -1,4 +1,4 @@
-"""``p4reduce``: the user entry point (DESIGN.md section 2; docs/testbed.md).
+"""``p4reduce``: the user entry point (docs/architecture.md; docs/testbed.md).
 
     p4reduce check [--workers N] [--elements M] [--dtype float32|int32] [--mode dense|sparse]
                    [--density D] [--loss P] [--seed S] [--k 64|256|1024] [--slots S] [--timeout T]

@@ -1,4 +1,4 @@
-"""The whole stack on loopback, started through its commands (DESIGN.md section 1):
+"""The whole stack on loopback, started through its commands (docs/architecture.md):
 
 1. ``p4reduce-p4c`` compiles ``p4src/dense.p4`` or ``p4src/sparse.p4`` into a temporary
    directory, with a free UDP port compiled in as the aggregation port (``-DAGG_UDP_PORT``);

@@ -1,4 +1,4 @@
-"""Tofino's hardware rules (DESIGN.md section 5), checked by ``--target-profile tofino``.
+"""Tofino's hardware rules (docs/p4src.md, 'Tofino's rules'), checked by ``--target-profile tofino``.
 
 The program has already been compiled for v1model/BMv2; this pass only checks that it also
 keeps the rules a Tofino pipeline imposes, and reports the first break at its line:

@@ -2,7 +2,7 @@
 
 ``V1Switch.process`` takes one packet arriving on a port and runs it, and everything it
 spawns (clones, multicast copies, resubmits, recirculations), to completion. It returns the
-packets sent, in the order they left. REFERENCE.md section 3 lists the rules followed here:
+packets sent, in the order they left. docs/interpreter.md, 'Semantics', lists the rules followed here:
 metadata zeroed on arrival, the end-of-ingress order (I2E clone, digest, resubmit, multicast,
 drop, unicast) and the end-of-egress order (E2E clone, drop, deparse, recirculate, send).
 """

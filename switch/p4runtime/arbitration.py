@@ -1,4 +1,4 @@
-"""Client arbitration (REFERENCE.md section 5.3; P4Runtime spec section 5).
+"""Client arbitration (P4Runtime specification section 5; docs/p4runtime.md).
 
 Each StreamChannel is a ``Connection``. Its first message must be a MasterArbitrationUpdate;
 controllers are grouped by role name ("" is the default role) and, within a role, the

@@ -1,4 +1,4 @@
-"""P4Runtime bytestrings (REFERENCE.md section 5.5).
+"""P4Runtime bytestrings (the P4Runtime specification, 'Bytestrings'; docs/p4runtime.md).
 
 Replies use the canonical form: the shortest big-endian encoding (one zero byte for 0; for a
 signed value the shortest two's complement). Requests may also be zero-padded (sign-extended

@@ -1,4 +1,4 @@
-"""The P4Runtime error model (REFERENCE.md section 5.4).
+"""The P4Runtime error model (the P4Runtime specification's error model; docs/p4runtime.md).
 
 Everything below the RPC layer raises ``P4RTError(code, message)``. The server turns it into
 a plain gRPC status, except for Write: there every update gets its own ``p4.v1.Error`` (OK for

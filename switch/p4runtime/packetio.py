@@ -1,4 +1,4 @@
-"""Packet-in/out encoding (REFERENCE.md section 5.6).
+"""Packet-in/out encoding (the P4Runtime specification, 'Packet I/O'; docs/p4runtime.md).
 
 Packet-out: the ``packet_out`` controller header's fields, bit-packed in P4Info order (most
 significant bit first) into ceil(total width / 8) bytes, are prepended to the payload, which is

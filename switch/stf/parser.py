@@ -1,6 +1,6 @@
 """Parser for BMv2's STF test format, as p4c's ``tools/stf`` and ``bmv2stf.py`` accept it.
 
-An STF file is a list of statements, one per line (REFERENCE.md section 4.1)::
+An STF file is a list of statements, one per line (docs/stf.md, 'The dialect')::
 
     add <table> [<prio>] <key>:<value>... <action>(<arg>:<value>, ...) [= <name>]
     setdefault <table> <action>(<arg>:<value>, ...)

@@ -3,7 +3,7 @@
 Statements execute in file order; each ``packet`` runs to completion before the next line
 (an in-process switch needs no waiting). Output is captured on every port named by a
 ``packet`` or ``expect`` line and compared per port, in order, with that port's ``expect``
-lines; the counts must match (REFERENCE.md section 4.3).
+lines; the counts must match (docs/stf.md, 'Semantics of the runner').
 """
 
 from __future__ import annotations

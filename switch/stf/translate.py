@@ -1,4 +1,4 @@
-"""STF table-entry notation to the interpreter's match values (REFERENCE.md section 4.2).
+"""STF table-entry notation to the interpreter's match values (docs/stf.md, 'Semantics of the runner').
 
 Names resolve exactly first, then by a unique dotted suffix (``setb1`` -> ``ingress.setb1``);
 ``hdr$0.f`` means ``hdr[0].f``. Values: decimal, ``0x`` hex or ``0b`` binary; a ``*`` digit

@@ -4,5 +4,5 @@ management network for the registration service; the workers (p4reduce, the gloo
 DDP training) run as processes inside the hosts.
 
 ``topology.py`` runs under the system Python, where Debian's mininet lives; everything else
-runs in the venv and starts the parts through their commands (DESIGN.md section 1).
+runs in the venv and starts the parts through their commands (docs/architecture.md).
 """

@@ -1,5 +1,5 @@
 """``p4reduce testbed``: experiments on a Mininet network around one P4 switch
-(docs/testbed.md, "Mininet"; DESIGN.md section 2).
+(docs/testbed.md, "Mininet"; docs/architecture.md).
 
     p4reduce testbed [--experiment single|scaling|loss|sparsity|training|standard]
                      [--workers N[,N...]] [--bw MBIT] [--delay MS] [--loss P[,P...]]

@@ -1,6 +1,6 @@
 """One Mininet testbed, up and torn down: ``MininetStack``.
 
-Start (each part through its command, as DESIGN.md section 1 asks):
+Start (each part through its command, as docs/architecture.md asks):
 
 1. the P4 program is compiled (``switches.SwitchKind.compile``), once per build directory;
 2. the topology driver (``topology.py`` under the system Python, where mininet lives)

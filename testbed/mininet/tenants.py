@@ -4,7 +4,7 @@ The N hosts are split in two halves; job 1 runs on the first, job 2 on the secon
 dense float32 all-reduce of its own tensors (seeds 1 and 2). Each job runs alone first (its
 solo time), then both run at the same time on the same switch (the shared time). Every
 result is checked against its bound, and each job's shared result must be bit for bit its
-solo result: the switch keeps the jobs' slots apart (DESIGN.md section 5), so sharing may
+solo result: the switch keeps the jobs' slots apart (docs/p4src.md, 'Tofino's rules'), so sharing may
 cost time but never change a sum.
 
 The target (docs/results.md): each job keeps at least 45 % of its solo throughput, i.e.

@@ -53,7 +53,7 @@ MGMT_NET = "10.254.0."
 SWITCH_IP = DATA_NET + "254"
 SWITCH_MAC = "02:00:00:00:00:fe"
 MGMT_IP = MGMT_NET + "254"
-MAX_HOSTS = 32  # the switch's bitmap width (DESIGN.md section 5)
+MAX_HOSTS = 32  # the switch's bitmap width (docs/p4src.md, 'Tofino's rules')
 DEFAULT_MTU = 1500
 MAX_MTU = 9000  # a jumbo frame: K = 1024's 4,148-byte IP packets need more than 1500
 LOCK = "/run/lock/p4reduce-testbed.lock"

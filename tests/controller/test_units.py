@@ -161,7 +161,7 @@ def test_loss_threshold() -> None:
 
 
 def test_controller_does_not_import_the_switch() -> None:
-    """DESIGN.md: the controller reaches a switch only through P4Runtime."""
+    """docs/architecture.md: the controller reaches a switch only through P4Runtime."""
     import subprocess
     import sys
 

@@ -1,4 +1,4 @@
-"""``p4reduce-p4c --target-profile tofino``: Tofino's hardware rules (DESIGN.md section 5).
+"""``p4reduce-p4c --target-profile tofino``: Tofino's hardware rules (docs/p4src.md, 'Tofino's rules').
 
 ``tofino_programs/good/*.p4`` keep every rule. Each ``tofino_programs/bad/*.p4`` breaks exactly
 one, on the line that ends with ``// expect-error: PHRASE`` (PHRASE is part of the message), and
