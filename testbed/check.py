@@ -6,6 +6,10 @@ reference computed here from the same generator (``testbed.data``), and prints o
 
     {"ok", "max_abs_error", "bound", "seconds", "goodput_gbps", "packets", "retransmissions", ...}
 
+With ``--switch bmv2`` the switch is the real BMv2 (``simple_switch_grpc``, the program
+compiled by ``p4c``) and the workers run in network namespaces linked to its ports
+(``testbed.bmv2.Bmv2Stack``; root needed); everything else, the check included, is the same.
+
 Exit 0 only when every worker's result is within the bound (exact for int32); 1 when it is
 not or the run failed; 2 for a bad command line.
 """
@@ -19,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .bmv2 import Bmv2Stack
 from .data import DTYPES, MODES, Checker, rank_data
 from .local import LocalStack
 
@@ -115,6 +120,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="give up after T seconds (start-up, join and the all-reduce; default 120; "
         "a first start's compile of the native engine is bounded on its own)",
     )  # fmt: skip
+    p.add_argument(
+        "--switch", choices=("embedded", "bmv2"), default="embedded",
+        help="embedded: p4reduce-switch on loopback (default); bmv2: simple_switch_grpc "
+        "with the workers in network namespaces on its ports (needs root, p4c and BMv2)",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print only the JSON line")
 
 
@@ -127,9 +137,10 @@ def run_check(args: argparse.Namespace, log: Any = None) -> dict[str, Any]:
     summary: dict[str, Any] = {
         "workers": args.workers, "elements": args.elements, "dtype": args.dtype,
         "mode": args.mode, "density": args.density, "loss": args.loss, "seed": args.seed,
-        "k": args.k, "slots": args.slots,
+        "k": args.k, "slots": args.slots, "switch": args.switch,
     }  # fmt: skip
-    with LocalStack(
+    kind = Bmv2Stack if args.switch == "bmv2" else LocalStack
+    with kind(
         args.workers, args.mode, k=args.k, slots=args.slots, loss=args.loss,
         join_timeout=max(1.0, args.timeout), log=say, start_timeout=min(60.0, args.timeout),
     ) as stack:  # fmt: skip
