@@ -438,10 +438,13 @@ class Bmv2Stack:
         self._log(f"registration service ready at {self.url} (management bridge)")
 
     def rank_env(self, rank: int) -> dict[str, str]:
-        """What a torch rank in host ``rank`` needs to reach BMv2 (``P4ReduceOptions``)."""
+        """What a torch rank in host ``rank`` needs: where it reaches BMv2
+        (``P4ReduceOptions``), and gloo's own connections (torch's helper groups) on the
+        management interface, since the host name resolves to a loopback address that
+        differs per namespace."""
         h = self.hosts[rank]
         return {"P4REDUCE_BIND_IP": h.ip, "P4REDUCE_MAC": h.mac,
-                "P4REDUCE_SWITCH_PORT": str(h.switch_port)}  # fmt: skip
+                "P4REDUCE_SWITCH_PORT": str(h.switch_port), "GLOO_SOCKET_IFNAME": "mgmt0"}  # fmt: skip
 
     def check_alive(self) -> str | None:
         """Why the stack can no longer serve (a part exited), or None."""
