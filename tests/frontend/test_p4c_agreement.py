@@ -1,0 +1,78 @@
+"""P4Info details where p4c-bm2-ss 1.2.5 was the judge (bench/p4c_diff.py found each one).
+
+These run without p4c: each program's expected P4Info detail is what the installed p4c printed
+for it (tests/frontend/test_against_p4c.py compares with p4c itself where it is installed).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from p4reduce.switch.frontend.compiler import compile_file
+
+PRELUDE = """#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; bit<16> b; }
+struct H { h_t h; }
+struct M { bit<8> x; }
+control V(inout H hdr, inout M m) { apply {} }
+control E(inout H hdr, inout M m, inout standard_metadata_t sm) { apply {} }
+control C(inout H hdr, inout M m) { apply {} }
+control D(packet_out pk, in H hdr) { apply { pk.emit(hdr.h); } }
+"""
+PARSER = """parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) {
+    state start { pk.extract(hdr.h); transition accept; }
+}
+"""
+MAIN = "V1Switch(P(), V(), I(), E(), C(), D()) main;\n"
+
+
+def _p4info(tmp_path: Path, body: str, parser: str = PARSER):
+    path = tmp_path / "prog.p4"
+    path.write_text(PRELUDE + parser + body + MAIN)
+    return compile_file(path).p4info
+
+
+def test_action_only_called_directly_has_no_params(tmp_path: Path) -> None:
+    # p4c's midend makes such an action's directionless parameters locals; one a table also
+    # lists keeps them
+    info = _p4info(
+        tmp_path,
+        """control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    action both(bit<8> v) { hdr.h.a = v; }
+    action direct(inout bit<8> z, bit<8> w) { hdr.h.a = w; z = w; }
+    table t { key = { hdr.h.b: exact; } actions = { both; NoAction; } }
+    apply { t.apply(); both(8w3); direct(m.x, 8w4); }
+}
+""",
+    )
+    params = {a.preamble.name: [p.name for p in a.params] for a in info.actions}
+    assert params == {"NoAction": [], "I.both": ["v"], "I.direct": []}
+
+
+def test_action_ref_keeps_tableonly_and_defaultonly(tmp_path: Path) -> None:
+    info = _p4info(
+        tmp_path,
+        """control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    action a() { }
+    action b() { }
+    table t { key = { hdr.h.b: exact; } actions = { @tableonly a; @defaultonly b; } }
+    apply { t.apply(); }
+}
+""",
+    )
+    refs = [(list(r.annotations), r.scope) for r in info.tables[0].action_refs]
+    assert refs[:2] == [(["@tableonly"], 1), (["@defaultonly"], 2)]
+
+
+def test_verify_in_a_parser_leaves_type_info_out(tmp_path: Path) -> None:
+    parser = """parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) {
+    state start { pk.extract(hdr.h); verify(hdr.h.a == 1, error.NoMatch); transition accept; }
+}
+"""
+    body = "control I(inout H hdr, inout M m, inout standard_metadata_t sm) { apply { } }\n"
+    assert not _p4info(tmp_path, body, parser).HasField("type_info")
+    # an extern function called in a control does create it, as in p4c
+    called = "control I(inout H hdr, inout M m, inout standard_metadata_t sm) {\n"
+    called += "    apply { mark_to_drop(sm); }\n}\n"
+    assert _p4info(tmp_path, called, parser).HasField("type_info")
