@@ -78,7 +78,7 @@ class TableGen:
         if "implementation" in props:
             b = self.implementation(props["implementation"], name)
             if isinstance(b, ExternB) and isinstance(b.obj, ActionProfile):
-                table.profile = b.obj
+                table.make_indirect(b.obj)
                 b.obj.tables.append(table)
                 if selector_keys:
                     table.selector_fn = _Late(self.ns, self.gen_selector_fn(name, selector_keys))

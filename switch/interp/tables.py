@@ -58,6 +58,13 @@ class TableEntry:
 
 
 KIND_MASK, KIND_RANGE = 0, 1
+# The action_run of a miss that ran no action (an indirect table without a default): no
+# action's control-plane name, so no case of a switch on action_run takes it.
+NO_ACTION = ""
+
+
+def _no_action(S: list[Any], P: Any) -> None:
+    return None
 
 
 class Table:
@@ -141,11 +148,25 @@ class Table:
         if self.const_default and not force:
             raise TableError(f"{self.name}: the default action is const and cannot be changed")
         entry = TableEntry((), "", (), 0)
-        self.bind_action(entry, action, args, default=True)
+        if action == NO_ACTION and self.profile is not None:
+            entry.fn, entry.result = _no_action, (False, NO_ACTION)
+        else:
+            self.bind_action(entry, action, args, default=True)
         self.default_entry = entry
 
     def reset_default(self) -> None:
         self.set_default(*self.initial_default, force=True)
+
+    def make_indirect(self, profile: Any) -> None:
+        """The table's entries point into ``profile`` (``implementation = ...``). Its
+        default_action is then ignored, as p4c-bm2-ss ignores it ("Target does not support
+        default_action ... due to action profiles"): BMv2's MatchTableIndirect::lookup runs
+        an empty action on a miss until the control plane sets a default, and a switch on
+        action_run takes none of its cases, ``default:`` included (the table's
+        base_default_next). ``apply`` then returns (False, NO_ACTION)."""
+        self.profile = profile
+        self.initial_default = (NO_ACTION, [])
+        self.set_default(NO_ACTION, [], force=True)
 
     def check_matches(self, matches: list[Match]) -> tuple[Match, ...]:
         if len(matches) != len(self.keys):

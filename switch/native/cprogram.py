@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from ..interp.builder import Pipeline
 from ..interp.externs import ActionProfile, Counter, Meter, Register, ValueSet
-from ..interp.tables import Table
+from ..interp.tables import NO_ACTION, Table
 from .cexprs import U64, Unsupported, const
 from .creroll import reroll
 from .csigns import Signs
@@ -135,6 +135,8 @@ class ProgramObjects:
         return self.cells.get(name)
 
     def action_id(self, name: str) -> int:
+        if name == NO_ACTION:
+            return 0  # no action ran (ids start at 1): an indirect table's empty default
         if name not in self.actions:
             raise Unsupported(f"the action name {name!r}")
         return self.actions[name]
