@@ -67,6 +67,8 @@ PROFILE_COMMANDS = {
 # ... and the entries pointing to a member or a group, whose keys are rewritten.
 INDIRECT_ADD = {"table_indirect_add", "table_indirect_add_with_group"}
 PORT_RANGE = 1000  # thrift port 9090 + n, device id n (as bmv2stf.ConcurrentInteger)
+# Left to what other tools start with their defaults: thrift 9090.., P4Runtime 9559.
+AVOIDED_PORTS = {*range(9090, 9100), 9559}
 QUIET_S = 0.5  # the switch log must be this long unchanged after the last packet
 OUTPUT_TIMEOUT_S = 30.0
 CLI_TIMEOUT_S = 60.0
@@ -89,6 +91,8 @@ class PortLease:
     def generate(self) -> int | None:
         self.dir.mkdir(parents=True, exist_ok=True)
         for n in random.sample(range(self.maximum), self.maximum):
+            if 9090 + n in AVOIDED_PORTS:
+                continue
             fd = os.open(self.dir / f"{n}.lock", os.O_CREAT | os.O_RDWR, 0o666)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
