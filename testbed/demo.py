@@ -38,6 +38,7 @@ import numpy as np
 
 from ..free_port import free_port
 from .bmv2 import Bmv2Stack
+from .bmv2 import missing as bmv2_missing
 from .ddp_bound import param_tolerance
 from .local import LocalStack, StackError
 from .ranks import Ranks, RanksError
@@ -130,6 +131,8 @@ class Demo:
     def run(self) -> dict[str, Any]:
         a = self.args
         t0 = time.perf_counter()
+        if a.switch == "bmv2" and (why := bmv2_missing()):
+            raise DemoError(why)  # before the gloo run, not after it
         with tempfile.TemporaryDirectory(prefix="p4reduce-demo-") as tmp:
             work = Path(tmp)
             ref = self.reference(work)
