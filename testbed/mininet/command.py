@@ -40,6 +40,12 @@ from .switches import ENGINES, K_CHOICES, KINDS, SwitchKind, kind, supported_ks
 # the first retransmission timeout: retransmission storms (53 s for one 4-worker call). Its
 # jobs get this many slots unless --slots says otherwise.
 BMV2_SLOTS = 4
+# Its round trip on the loaded 2-core machine reached hundreds of milliseconds with 8 workers
+# (8 x 4 packets in, each result replicated 8 times), past the 100-200 ms first retransmission
+# timeouts meant for the embedded switch (80 ms for the loss experiment): retransmissions
+# then added load and calls took 18-60 s instead of about 4. BMv2's jobs start at this
+# timeout unless --retx-ms says otherwise.
+BMV2_RETX_MS = 1000
 
 PROG = "p4reduce testbed"
 CHOICES = (*EXPERIMENTS, "training", "tenants", "standard")
@@ -209,8 +215,10 @@ def run_experiment(
     suffix: str = "",
 ) -> list[Row]:
     """One experiment on one switch; ``suffix`` goes into its file names."""
-    if switch.name == "bmv2" and opts.slots is None:
-        opts = dataclasses.replace(opts, slots=BMV2_SLOTS)
+    if switch.name == "bmv2":
+        opts = dataclasses.replace(
+            opts, slots=opts.slots or BMV2_SLOTS, retx_ms=opts.retx_ms or BMV2_RETX_MS
+        )
     if name == "training":
         from .training import run_training
 
