@@ -6,6 +6,8 @@ the bench, never asserted here."""
 from __future__ import annotations
 
 import json
+import select
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +18,8 @@ from p4reduce.controller import static_config
 from p4reduce.controller.p4info import Schema
 from p4reduce.controller.p4rt import DELETE
 from p4reduce.controller.pipeline import read_p4info
+from p4reduce.host import wire
+from p4reduce.switch.ports.ipudp import Endpoints, build_frame, udp_payload
 from p4reduce.switch.ports.raw import have_raw_socket_privilege
 
 from p4reduce import p4lang
@@ -110,6 +114,44 @@ def test_bmv2_accepts_the_commands() -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.skipif(not have_raw_socket_privilege(), reason="needs root (veths, raw sockets)")
+@pytest.mark.parametrize("kind", [sidebyside.NATIVE, sidebyside.PERF])
+def test_each_switch_returns_the_sums(kind: str) -> None:
+    """What the bench times is real aggregation: with the bench's entries and ports, one
+    slot's two contributions (element i of rank r: 1000 r + i) come back to both workers as
+    one result each, FLAG_RESULT set, addressed to the worker, holding the sums."""
+    if kind == sidebyside.PERF:
+        reason = p4lang.missing_reason("p4c", "simple_switch_perf", "simple_switch_CLI")
+        if reason:
+            pytest.skip(reason)
+    workers, k = 2, 64
+    compiler = "p4reduce-p4c" if kind == sidebyside.NATIVE else "p4c"
+    prog = sidebyside.compile_program(compiler, sidebyside.DENSE, [])
+    updates = sidebyside.aggregation_updates(Schema(read_p4info(prog[1])), workers, 4)
+    with sidebyside.veth_sets(1, workers) as sets:
+        sw = sidebyside.start(kind, "mcast", prog, sets[0], updates, "test")
+        try:
+            for r in range(workers):
+                m = sidebyside.member(r)
+                head = wire.header_bytes(wire.MSG_DENSE, 0, r, sidebyside.JOB_ID, 0, 2, 0, 1, 0,
+                                         0, sidebyside.JOB_KEY)  # fmt: skip
+                body = struct.pack(f"!{k}i", *(1000 * r + i for i in range(k)))
+                ends = Endpoints(bytes.fromhex("0200000000fe"), bytes.fromhex(m.mac.replace(":", "")),
+                                 m.ip, sidebyside.SWITCH_IP, m.udp_port, sidebyside.AGG_PORT)  # fmt: skip
+                sw.socks[r].send(build_frame(head + body, ends, 0))
+            for r in range(workers):
+                assert select.select([sw.socks[r]], [], [], 20)[0], f"{kind}: no result for {r}"
+                frame = sw.socks[r].recv(65536)
+                assert frame[:6].hex() == sidebyside.member(r).mac.replace(":", "")
+                payload = udp_payload(frame)
+                assert payload[0] & wire.FLAG_RESULT
+                assert struct.unpack_from(f"!{k}i", payload, 24) == tuple(
+                    1000 + 2 * i for i in range(k)
+                )
+        finally:
+            sw.stop()
 
 
 @pytest.mark.skipif(not have_raw_socket_privilege(), reason="needs root (veths, raw sockets)")
