@@ -15,6 +15,7 @@ from .emit import tuple_code
 from .exprs import CodegenError, Ref, bits_of, mask, wrap_code
 from .externs import Register
 from .layout import HeaderL, Scalar, StackL, StructL, UnionL, is_aggregate, leaf_types
+from .tables import NO_COLOR
 
 CLONE_TYPES = {"I2E": 0, "E2E": 1}
 
@@ -286,13 +287,26 @@ class ExternCallGen:
     def m_meter_execute_meter(self, e: A.Call, obj: Any) -> str:
         idx = self.val(self.arg(e, 0))
         ref = self.ref(self.arg(e, 1))
-        color = f"{obj}.execute({idx}, S[{self.std('packet_length')}], P.now_us)"
-        self.em.line(f"{self.leaf(ref, ref.layout)} = {self.color_as(color, ref)}")
+        meter = self.ns.get(obj)
+        size = getattr(meter, "size", None)
+        if not isinstance(size, int):
+            color = f"{obj}.execute({idx}, S[{self.std('packet_length')}], P.now_us)"
+            self.em.line(f"{self.leaf(ref, ref.layout)} = {self.color_as(color, ref)}")
+            return ""
+        # BMv2 updates neither the meter nor the result at an out-of-range index (v1model
+        # leaves the result unspecified; found by the BMv2 oracle, tests/oracle)
+        i = self.simple(idx, "i")
+        color = f"{obj}.execute({i}, S[{self.std('packet_length')}], P.now_us)"
+        self.em.line(f"if 0 <= {i} < {size}:")
+        with self.em.indent():
+            self.em.line(f"{self.leaf(ref, ref.layout)} = {self.color_as(color, ref)}")
         return ""
 
     def m_direct_meter_read(self, e: A.Call, obj: Any) -> str:
         ref = self.ref(self.arg(e, 0))
-        self.em.line(f"{self.leaf(ref, ref.layout)} = {self.color_as('P.color', ref)}")
+        self.em.line(f"if P.color != {NO_COLOR}:")  # the table missed: BMv2 writes nothing
+        with self.em.indent():
+            self.em.line(f"{self.leaf(ref, ref.layout)} = {self.color_as('P.color', ref)}")
         return ""
 
     def color_as(self, code: str, ref: Ref) -> str:

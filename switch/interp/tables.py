@@ -58,6 +58,7 @@ class TableEntry:
 
 
 KIND_MASK, KIND_RANGE = 0, 1
+NO_COLOR = 255  # P.color after a miss of a table with a direct meter: no meter ran
 # The action_run of a miss that ran no action (an indirect table without a default): no
 # action's control-plane name, so no case of a switch on action_run takes it.
 NO_ACTION = ""
@@ -357,6 +358,10 @@ class Table:
             if chosen is None:  # an empty group: nothing to run, the table misses
                 entry = None
         if entry is None:
+            if self.direct_meter is not None:
+                # as BMv2: a miss executes no direct meter, and its read() in the default
+                # action leaves the destination unchanged (found by the BMv2 oracle)
+                P.color = NO_COLOR
             d = self.default_entry
             if P.trace is not None:
                 P.trace.append(f"table {self.name}: miss, default action {d.action}")

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from ..interp.builder import Pipeline
 from ..interp.externs import ActionProfile, Counter, Meter, Register, ValueSet
-from ..interp.tables import NO_ACTION, Table
+from ..interp.tables import NO_ACTION, NO_COLOR, Table
 from .cexprs import U64, Unsupported, const
 from .creroll import reroll
 from .csigns import Signs
@@ -748,6 +748,7 @@ def direct_code(i: int, t: Table, objs: ProgramObjects) -> list[str]:
         out.append(
             f"    if (e != &P->E->tables[{i}].def)"
             f" P->color = p4r_meter_exec(&P->E->dmtr[{i}][e->cell], {units}, P->now);"
+            f" else P->color = {NO_COLOR};"  # a miss: read() leaves its destination alone
         )
     return out
 
