@@ -369,7 +369,8 @@ def side_by_side(args: argparse.Namespace) -> None:
     if args.json:
         print(json.dumps({"bmv2_side_by_side": {"rows": figures, "note": note}}, indent=2))
         return
-    print(sidebyside.table(figures, args.agg_workers, args.agg_slots, args.bmv2_repeat))
+    if figures:
+        print(sidebyside.table(figures, args.agg_workers, args.agg_slots, args.bmv2_repeat))
     if note:
         print(note)
 
