@@ -99,8 +99,15 @@ def parse_answer(data: bytes, lanes: int) -> tuple[int, int, Cell] | None:
 def exchange(
     conn: Connection, op: int, cells: Iterable[tuple[int, int]], lanes: int, what: str
 ) -> dict[tuple[int, int], Cell]:
-    """Send ``op`` for every (absolute slot, set) and collect each cell's answer."""
-    todo = list(cells)
+    """Send ``op`` for every (absolute slot, set) and collect each cell's answer (one
+    exchange per connection at a time: each takes every answer off the queue)."""
+    with conn.packet_lock:
+        return _exchange(conn, op, list(cells), lanes, what)
+
+
+def _exchange(
+    conn: Connection, op: int, todo: list[tuple[int, int]], lanes: int, what: str
+) -> dict[tuple[int, int], Cell]:
     pending: dict[int, tuple[int, int]] = {}  # packet id -> cell, sent and unanswered
     tries: dict[int, int] = {}
     out: dict[tuple[int, int], Cell] = {}

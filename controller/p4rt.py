@@ -167,6 +167,8 @@ class Connection:
         # PacketIn payloads from the stream (and StreamErrors about our PacketOuts), for
         # the control messages of controller/cells.py; only while arbitrated
         self.packets: queue.Queue[bytes | str] = queue.Queue()
+        # one exchange of control messages at a time: each takes every answer off the queue
+        self.packet_lock = threading.Lock()
         # does the target serve RegisterEntry? None: not probed yet (controller/slots.py)
         self.register_access: bool | None = None
 
