@@ -279,6 +279,12 @@ class TableChecker:
     def entries(self, p: A.TableProperty) -> None:
         if not self.key_types and p.value:
             raise fail(p.pos, f"{self.t.name}: a table without keys cannot have entries")
+        for entry in p.value if p.is_const else []:
+            if entry.priority is not None:
+                # p4c: const entries take their priorities from their order only
+                raise fail(
+                    entry.keyset.pos, "Entry: Table with 'const' entries cannot have priorities"
+                )
         for entry in p.value:
             ks = entry.keyset
             n = len(self.key_types)
@@ -302,6 +308,13 @@ class TableChecker:
                     entry.priority.pos,
                     f"{self.t.name}: entry has a priority, but the table's keys "
                     f"({', '.join(sorted(set(self.key_kinds)))}) need none",
+                )
+            if entry.priority is None and any(e.priority is not None for e in p.value):
+                # p4c (EntryPriorities): once one entry names a priority, all must
+                raise fail(
+                    ks.pos,
+                    f"{self.t.name}: entry must have a priority (another entry of the "
+                    "table has one)",
                 )
             if entry.priority is not None:
                 self.c.expr(entry.priority, self.scope, self.ctx)

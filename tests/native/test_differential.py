@@ -88,6 +88,7 @@ BMV2_PROGRAMS = [
     # fields, named extern arguments (issue 32)
     "parser_select_overlap",
     "table_const_overlap",
+    "table_entries_priority",
     "header_struct_field",
     "extern_named_args",
 ]
