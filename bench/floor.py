@@ -3,7 +3,8 @@ time with ``cc`` (cached by content hash like the native engine), as a reflector
 the switch's receives and multicast sends with recvmmsg/sendmmsg and no P4, and as a batched
 C load generator of aggregation packets (docs/benchmarks.md, "kernel floor").
 
-Used by bench/switch.py and bench/allreduce.py; not a benchmark on its own.
+Used by bench/switch.py, bench/sidebyside.py (raw-socket modes) and bench/allreduce.py; not
+a benchmark on its own.
 """
 
 from __future__ import annotations

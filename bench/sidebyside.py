@@ -229,7 +229,7 @@ class Running:
     proc: subprocess.Popen[bytes]
     socks: list[socket.socket]
     keep: list[socket.socket] = field(default_factory=list)  # the floor's own sockets
-    note: str = ""
+    files: list[Path] = field(default_factory=list)  # removed after the process ends
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -244,6 +244,8 @@ class Running:
                 self.proc.wait()
         for s in self.socks + self.keep:
             s.close()
+        for f in self.files:
+            f.unlink(missing_ok=True)
 
 
 def _stderr() -> Any:
@@ -291,8 +293,9 @@ def _accepts(port: int) -> bool | None:
 
 
 def start_bmv2(kind: str, prog: Path, info: Path, ifaces: list[str],
-               updates: list[tuple[int, Any]], tag: str) -> subprocess.Popen[bytes]:  # fmt: skip
-    """BMv2 on ``ifaces`` (port i + 1 = ifaces[i]), configured over thrift with the CLI."""
+               updates: list[tuple[int, Any]], tag: str) -> tuple[subprocess.Popen[bytes], Path]:  # fmt: skip
+    """BMv2 on ``ifaces`` (port i + 1 = ifaces[i]), configured over thrift with the CLI;
+    the process and its notification socket's file (BMv2 leaves it behind)."""
     from p4reduce.free_port import free_port
 
     exe = p4lang.find(BMV2_BINARY[kind])
@@ -300,9 +303,10 @@ def start_bmv2(kind: str, prog: Path, info: Path, ifaces: list[str],
     thrift = free_port("tcp")
     ports = [a for i, name in enumerate(ifaces, 1) for a in ("-i", f"{i}@{name}")]
     err = _stderr()
+    ipc = Path(tempfile.gettempdir()) / f"p4reduce-bench-{tag}-{thrift}.ipc"
     proc = subprocess.Popen(
         [exe, *ports, "--thrift-port", str(thrift), "--device-id", str(thrift),
-         "--notifications-addr", f"ipc:///tmp/p4reduce-bench-{tag}-{thrift}.ipc",
+         "--notifications-addr", f"ipc://{ipc}",
          *(["--log-level", "off"] if kind == DEFAULT else []), str(prog)],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
     )  # fmt: skip
@@ -319,11 +323,12 @@ def start_bmv2(kind: str, prog: Path, info: Path, ifaces: list[str],
     except BaseException:
         proc.kill()
         proc.wait()
+        ipc.unlink(missing_ok=True)
         raise
-    return proc
+    return proc, ipc
 
 
-def start_native(prog: Path, info: Path, ifaces: list[str],
+def start_native(prog: Path, ifaces: list[str],
                  updates: list[tuple[int, Any]]) -> subprocess.Popen[bytes]:  # fmt: skip
     """p4reduce-switch with the native engine, configured over P4Runtime."""
     ports = [a for i, name in enumerate(ifaces, 1) for a in ("-i", f"{i}@{name}")]
@@ -339,7 +344,6 @@ def start_native(prog: Path, info: Path, ifaces: list[str],
         addr = line.split("P4Runtime ", 1)[1].split(")")[0].split(",")[0]
         with Connection(addr, election_id=1).connect() as conn:
             conn.write(updates, "side-by-side entries")
-            del info  # the switch holds the same P4Info; the entries were built from it
     except BaseException:
         proc.kill()
         proc.wait()
@@ -367,9 +371,10 @@ def start(kind: str, mode: str, prog: tuple[Path, Path], ifaces: list[tuple[str,
                 running.stop()
                 raise
             return running
-        if kind == NATIVE:
-            return Running(kind, start_native(*prog, sw, updates), gen)
-        return Running(kind, start_bmv2(kind, *prog, sw, updates, tag), gen)
+        if kind == NATIVE:  # the switch loads the program with its P4Info
+            return Running(kind, start_native(prog[0], sw, updates), gen)
+        proc, ipc = start_bmv2(kind, *prog, sw, updates, tag)
+        return Running(kind, proc, gen, files=[ipc])
     except BaseException:
         for s in gen:
             s.close()

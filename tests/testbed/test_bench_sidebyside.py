@@ -100,7 +100,7 @@ def test_bmv2_accepts_the_commands() -> None:
         pytest.skip(reason)
     prog, info = sidebyside.compile_program("p4c", sidebyside.DENSE, [])
     updates = sidebyside.aggregation_updates(Schema(read_p4info(info)), 3, 16)
-    proc = sidebyside.start_bmv2(sidebyside.PERF, prog, info, [], updates, "test")
+    proc, ipc = sidebyside.start_bmv2(sidebyside.PERF, prog, info, [], updates, "test")
     try:
         args = list(proc.args)  # type: ignore[arg-type]
         port = args[args.index("--thrift-port") + 1]
@@ -114,6 +114,7 @@ def test_bmv2_accepts_the_commands() -> None:
     finally:
         proc.kill()
         proc.wait()
+        ipc.unlink(missing_ok=True)
 
 
 @pytest.mark.skipif(not have_raw_socket_privilege(), reason="needs root (veths, raw sockets)")
