@@ -571,8 +571,8 @@ def table(figs: Sequence[dict[str, Any]], workers: int, slots: int, repeat: int)
     switches = list(dict.fromkeys(f["switch"] for f in figs))
     lines = [
         f"BMv2 side by side on veth pairs: {workers} workers, one raw-socket load generator, "
-        f"{slots} frames in flight per worker; medians of {repeat} runs; (ratio to the C "
-        "floor of the same run)"
+        f"{slots} frames in flight per worker; medians of {repeat} "
+        f"run{'s' * (repeat != 1)}; (ratio to the C floor of the same run)"
     ]
     blocks = (("packets/s in", "pps", "ratio_to_floor", "native_over_this", "{:,}"),
               ("switch CPU us per packet", "cpu_us", "cpu_ratio_to_floor",
