@@ -7,13 +7,14 @@ objects bound into the generated module's namespace.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..frontend import ast as A
 from ..frontend import types as T
 from .emit import tuple_code
 from .exprs import CodegenError, Ref, bits_of, mask, wrap_code
-from .externs import Register
+from .externs import DirectMeterFactory, Register
 from .layout import HeaderL, Scalar, StackL, StructL, UnionL, is_aggregate, leaf_types
 from .tables import NO_COLOR
 
@@ -304,9 +305,17 @@ class ExternCallGen:
 
     def m_direct_meter_read(self, e: A.Call, obj: Any) -> str:
         ref = self.ref(self.arg(e, 0))
+        leaf = self.leaf(ref, ref.layout)
+        factory = self.ns.get(obj)
+        slot = re.fullmatch(r"S\[(\d+)\]", leaf)
+        lay = ref.layout
+        b = bits_of(lay.type) if isinstance(lay, Scalar) else None
+        if isinstance(factory, DirectMeterFactory) and slot and b and 0 < b.width <= 64:
+            # the table writes it on every hit, as BMv2 does (found by the BMv2 oracle)
+            factory.read_target = (int(slot.group(1)), b.width)
         self.em.line(f"if P.color != {NO_COLOR}:")  # the table missed: BMv2 writes nothing
         with self.em.indent():
-            self.em.line(f"{self.leaf(ref, ref.layout)} = {self.color_as('P.color', ref)}")
+            self.em.line(f"{leaf} = {self.color_as('P.color', ref)}")
         return ""
 
     def color_as(self, code: str, ref: Ref) -> str:

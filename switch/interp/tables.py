@@ -372,6 +372,9 @@ class Table:
             entry.bytes += S[self.length_slot]
         if entry.meter is not None:
             P.color = entry.meter.execute(S[self.length_slot], P.now_us)
+            target = self.direct_meter.read_target
+            if target is not None:  # BMv2 writes read()'s field on every hit
+                S[target[0]] = P.color & ((1 << target[1]) - 1)
         if chosen is not None:
             fn, call_args, result = chosen
             if P.trace is not None:

@@ -750,6 +750,14 @@ def direct_code(i: int, t: Table, objs: ProgramObjects) -> list[str]:
             f" P->color = p4r_meter_exec(&P->E->dmtr[{i}][e->cell], {units}, P->now);"
             f" else P->color = {NO_COLOR};"  # a miss: read() leaves its destination alone
         )
+        target = getattr(t.direct_meter, "read_target", None)
+        if target is not None:  # BMv2 writes read()'s field on every hit, whatever the action
+            slot, bits = target
+            mask = (1 << bits) - 1
+            out.append(
+                f"    if (e != &P->E->tables[{i}].def)"
+                f" S[{objs.base[slot]}] = P->color & {const(mask)};"
+            )
     return out
 
 

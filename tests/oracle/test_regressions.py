@@ -55,3 +55,16 @@ def test_multicast_group_created_twice_keeps_its_nodes(engine: str) -> None:
     out = run_ours(Case(_target("pre_multicast"), ops, [(0, pkt)]), engine)
     assert out.accepted == [True] * 5
     assert len(out.outputs[1]) == 1 and len(out.outputs[2]) == 1
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_direct_meter_hit_writes_the_read_field_whatever_the_action(engine: str) -> None:
+    # meter_direct.p4: entry key 0xff -> NoAction (no dm.read call); BMv2 still wrote the
+    # colour (GREEN = 0) into hdr.h.color, the field of the table's read(): ffff -> ff00 on
+    # port 0 (NoAction leaves egress_spec at 0)
+    from bmv2_oracle import Entry
+    from p4reduce.switch.interp.matches import Exact
+
+    ops = [Entry("ingress.t", (Exact(255),), "NoAction", (), None)]
+    out = run_ours(Case(_target("meter_direct"), ops, [(0, bytes.fromhex("ffff"))]), engine)
+    assert out.outputs[0] == [bytes.fromhex("ff00")]
