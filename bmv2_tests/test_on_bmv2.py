@@ -9,7 +9,9 @@ run here as soon as it exists.
 
 Each run compiles with p4c-bm2-ss, starts simple_switch on pcap files and waits for its
 output: a few seconds, mostly waiting, so they run four at a time in threads (``Runs``),
-each in its own temporary directory, and every test looks up its own result. A
+each in its own temporary directory, and every test looks up its own result. conftest.py
+starts them with the first bmv2_tests test and runs these tests last, so the runs overlap
+the embedded-switch tests. A
 failure shows the tail of the runner's output (p4c's "Packet N on port P differs" and the
 CLI's replies). Without the tools every test is skipped with one line saying which are
 missing (p4reduce.p4lang finds them in /opt/p4lang, $P4LANG_ROOT or PATH). conftest.py
