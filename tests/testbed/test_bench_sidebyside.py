@@ -1,12 +1,14 @@
 """bench/sidebyside.py and bench/bmv2_cli.py: the controller's entries for one job as
-simple_switch_CLI commands (exact lines), those commands accepted by a real BMv2, and the
-side-by-side bench end to end on veth pairs (root). The figures themselves are printed by
-the bench, never asserted here."""
+simple_switch_CLI commands (exact lines), those commands accepted by a real BMv2, each
+switch's sums with those entries, and the side-by-side bench end to end. The last two make
+veth pairs (root), each in a network namespace of its own. The figures themselves are
+printed by the bench, never asserted here."""
 
 from __future__ import annotations
 
 import json
 import select
+import shutil
 import struct
 import subprocess
 import sys
@@ -117,16 +119,21 @@ def test_bmv2_accepts_the_commands() -> None:
         ipc.unlink(missing_ok=True)
 
 
-@pytest.mark.skipif(not have_raw_socket_privilege(), reason="needs root (veths, raw sockets)")
-@pytest.mark.parametrize("kind", [sidebyside.NATIVE, sidebyside.PERF])
-def test_each_switch_returns_the_sums(kind: str) -> None:
-    """What the bench times is real aggregation: with the bench's entries and ports, one
-    slot's two contributions (element i of rank r: 1000 r + i) come back to both workers as
-    one result each, FLAG_RESULT set, addressed to the worker, holding the sums."""
-    if kind == sidebyside.PERF:
-        reason = p4lang.missing_reason("p4c", "simple_switch_perf", "simple_switch_CLI")
-        if reason:
-            pytest.skip(reason)
+def isolated(args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """``args`` in a network namespace of their own with loopback up (unshare --net): the
+    veths the bench makes never appear in the machine's namespace, and go with it."""
+    if shutil.which("unshare") is None:
+        pytest.skip("needs unshare (util-linux) for a network namespace of the test's own")
+    return subprocess.run(
+        ["unshare", "--net", "--", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", *args],
+        capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+
+
+def sums_check(kind: str) -> None:
+    """With the bench's entries and ports, one slot's two contributions (element i of rank
+    r: 1000 r + i) come back to both workers as one result each, FLAG_RESULT set, addressed
+    to the worker, holding the sums. Run by the test below in a namespace of its own."""
     workers, k = 2, 64
     compiler = "p4reduce-p4c" if kind == sidebyside.NATIVE else "p4c"
     prog = sidebyside.compile_program(compiler, sidebyside.DENSE, [])
@@ -156,12 +163,24 @@ def test_each_switch_returns_the_sums(kind: str) -> None:
 
 
 @pytest.mark.skipif(not have_raw_socket_privilege(), reason="needs root (veths, raw sockets)")
+@pytest.mark.parametrize("kind", [sidebyside.NATIVE, sidebyside.PERF])
+def test_each_switch_returns_the_sums(kind: str) -> None:
+    """What the bench times is real aggregation (sums_check)."""
+    if kind == sidebyside.PERF:
+        reason = p4lang.missing_reason("p4c", "simple_switch_perf", "simple_switch_CLI")
+        if reason:
+            pytest.skip(reason)
+    done = isolated([sys.executable, __file__, kind], timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.mark.skipif(not have_raw_socket_privilege(), reason="needs root (veths, raw sockets)")
 def test_side_by_side_bench_smoke() -> None:
-    done = subprocess.run(
+    done = isolated(
         [sys.executable, str(ROOT / "bench" / "switch.py"), "--only", "bmv2", "--bmv2-ks", "64",
          "--bmv2-default-ks", "", "--bmv2-repeat", "1", "--bmv2-seconds", "0.05",
          "--agg-workers", "2", "--agg-slots", "16", "--json"],
-        capture_output=True, text=True, timeout=240,
+        timeout=240,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)["bmv2_side_by_side"]
@@ -175,3 +194,7 @@ def test_side_by_side_bench_smoke() -> None:
             perf = rows[(workload, sidebyside.PERF)]
             assert perf["pps"] > 0 and perf["ratio_to_floor"] > 0, perf
     assert (("aggregation", sidebyside.DEFAULT)) not in rows  # --bmv2-default-ks ''
+
+
+if __name__ == "__main__":  # sums_check KIND, in the namespace the test made
+    sums_check(sys.argv[1])
