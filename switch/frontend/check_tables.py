@@ -62,6 +62,14 @@ class TableChecker:
                         p.value.pos,
                         f"{self.t.name}: size must be a non-negative compile-time constant",
                     )
+            elif p.name == "largest_priority_wins" and "entries" in seen:
+                # p4c: a compile-time boolean; false makes the smallest entry priority win
+                # (without entries p4c ignores the property, with a warning)
+                t = self.c.expr(p.value, self.scope, self.ctx)
+                if T.strip_newtype(t) is not T.BOOL or not isinstance(
+                    self.c.const_value(p.value, self.scope), bool
+                ):
+                    raise fail(p.value.pos, "largest_priority_wins must be a boolean expression")
             elif p.name in ("key", "actions"):
                 continue
             elif isinstance(p.value, A.Expr):

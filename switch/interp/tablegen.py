@@ -102,12 +102,16 @@ class TableGen:
         if "entries" in props:
             entries: list[A.Entry] = props["entries"].value
             table.has_const_entries = props["entries"].is_const
+            # `largest_priority_wins = false`: the smallest explicit priority wins (p4c
+            # gives BMv2 the entries in that order); our tables let the highest win
+            lpw = props.get("largest_priority_wins")
+            sign = -1 if lpw is not None and Checker.const_value_static(lpw.value) is False else 1
             for i, entry in enumerate(entries):
                 matches = self.entry_matches(entry, keys)
                 aname, aargs = self.action_call_value(entry.action)
                 prio = None
                 if entry.priority is not None:
-                    prio = int(Checker.const_value_static(entry.priority))
+                    prio = sign * int(Checker.const_value_static(entry.priority))
                 elif table.needs_priority:
                     # p4c's BMv2 back end: @priority(N) or the 1-based position, lowest wins;
                     # our tables let the highest win, hence the negation
