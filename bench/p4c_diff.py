@@ -1,10 +1,12 @@
 """Our front end against the real p4c: accept/reject and P4Info, program by program.
 
 For every P4 program of the repository, ``p4reduce-p4c`` (in process) and the real
-``p4c-bm2-ss --arch v1model`` must both accept it with the same P4Info (after the
-normalisation below) or both refuse it. Prints one line per program, ``agree``,
+``p4c-bm2-ss --arch v1model`` must both accept it with the same P4Info (compared as
+parsed messages, see normalised_text) or both refuse it. Prints one line per program, ``agree``,
 ``accept-reject`` (one accepts, the other refuses; both first error lines follow) or
-``p4info`` (a unified diff of the normalised text follows), then a summary line.
+``p4info`` (a unified diff of the normalised text follows), then a summary line. The shadowing warnings (``[--Wwarn=shadow]``) each side
+prints for a program both accept are compared too and listed when they differ, without
+failing the comparison.
 
     python bench/p4c_diff.py [--json] [-j N] [--cache DIR | --no-cache] [--only SUBSTR]
 
@@ -52,8 +54,10 @@ from p4reduce import p4lang
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CACHE = ROOT / "build" / "p4c_cache"
 P4C = "p4c-bm2-ss"
-# p4c can take several seconds on a big program; a hang must not stall the whole comparison
-P4C_TIMEOUT_S = 120.0
+TIMED_OUT = "p4c timed out"
+# p4c needs ~5 s of CPU for p4src/dense.p4 -DK=1024 and far longer on a loaded machine; a
+# hang must still not stall the whole comparison (a timeout is reported, never cached)
+P4C_TIMEOUT_S = 300.0
 
 # Where programs live (relative to ROOT); build/, .venv/ and our own p4include are not here.
 PROGRAM_DIRS = ("p4src", "tests", "bmv2_tests", "bench", "examples")
@@ -99,6 +103,9 @@ class Outcome:
     accepted: bool
     p4info: bytes = b""  # serialised p4.config.v1.P4Info, when accepted
     error: str = ""  # the first error line, when refused
+    # the shadowing warnings, 'FILE(LINE): [--Wwarn=shadow] warning: ...' (paths relative
+    # to ROOT); compared and reported, but not a mismatch by themselves
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass
@@ -106,6 +113,9 @@ class Verdict:
     job: Job
     status: str  # "agree" | "accept-reject" | "p4info"
     detail: str = ""
+    # shadowing warnings only one side printed (p4c's order of visiting differs, so sets)
+    warnings_only_p4c: list[str] = field(default_factory=list)
+    warnings_only_ours: list[str] = field(default_factory=list)
     ours: str = field(default="")  # "accept" or the first error line
     p4c: str = field(default="")
 
@@ -202,6 +212,15 @@ def _first_error(stderr: str, returncode: int) -> str:
     )
 
 
+def _shadow_warnings(stderr: str, root: Path) -> tuple[str, ...]:
+    prefix = f"{root.resolve().as_posix()}/"
+    return tuple(
+        line.strip().removeprefix(prefix)
+        for line in stderr.splitlines()
+        if "[--Wwarn=shadow] warning:" in line
+    )
+
+
 def run_p4c(job: Job, root: Path = ROOT) -> Outcome:
     exe = p4lang.find(P4C)
     if exe is None:
@@ -214,10 +233,12 @@ def run_p4c(job: Job, root: Path = ROOT) -> Outcome:
             run = subprocess.run(cmd, cwd=root, env=p4lang.env(), capture_output=True,
                                  text=True, timeout=P4C_TIMEOUT_S)  # fmt: skip
         except subprocess.TimeoutExpired:
-            return Outcome(False, error=f"p4c timed out after {P4C_TIMEOUT_S:.0f} s")
+            return Outcome(False, error=f"{TIMED_OUT} after {P4C_TIMEOUT_S:.0f} s")
+        warns = _shadow_warnings(run.stderr, root)
         if run.returncode != 0:
-            return Outcome(False, error=_first_error(run.stderr, run.returncode))
-        return Outcome(True, p4info=info.read_bytes() if info.exists() else b"")
+            return Outcome(False, error=_first_error(run.stderr, run.returncode), warnings=warns)
+        data = info.read_bytes() if info.exists() else b""
+        return Outcome(True, p4info=data, warnings=warns)
 
 
 def run_p4c_cached(job: Job, version: str, cache: Path | None, root: Path = ROOT) -> Outcome:
@@ -226,14 +247,22 @@ def run_p4c_cached(job: Job, version: str, cache: Path | None, root: Path = ROOT
     entry = cache / f"{cache_key(job, version, root)}.json"
     try:
         data = json.loads(entry.read_text())
-        return Outcome(data["accepted"], base64.b64decode(data["p4info"]), data["error"])
+        return Outcome(
+            data["accepted"],
+            base64.b64decode(data["p4info"]),
+            data["error"],
+            tuple(data["warnings"]),
+        )
     except (OSError, ValueError, KeyError):
         pass  # absent or unreadable: compute it again
     outcome = run_p4c(job, root)
+    if outcome.error.startswith(TIMED_OUT):
+        return outcome  # the machine's state, not p4c's answer
     cache.mkdir(parents=True, exist_ok=True)
     tmp = entry.with_suffix(".tmp")
     tmp.write_text(json.dumps({"accepted": outcome.accepted, "error": outcome.error,
-                               "p4info": base64.b64encode(outcome.p4info).decode()}))  # fmt: skip
+                               "p4info": base64.b64encode(outcome.p4info).decode(),
+                               "warnings": list(outcome.warnings)}))  # fmt: skip
     tmp.replace(entry)
     return outcome
 
@@ -257,14 +286,22 @@ def run_ours(job: Job, root: Path = ROOT) -> Outcome:
         program = run_compile(root / job.program, options)
     except CompileError as exc:  # MissingMainError included: p4c exits 1 for it as well
         return Outcome(False, error=exc.format().splitlines()[0])
-    return Outcome(True, p4info=program.p4info.SerializeToString())
+    prefix = f"{root.resolve().as_posix()}/"
+    warns = tuple(w.head().removeprefix(prefix) for w in program.warnings)
+    return Outcome(True, p4info=program.p4info.SerializeToString(), warnings=warns)
 
 
 # ------------------------------------------------------------------ comparing
 
 
 def normalised_text(data: bytes) -> str:
-    """The P4Info as protobuf text after removing what may legitimately differ."""
+    """The P4Info as protobuf text, for comparing and diffing.
+
+    Both sides are parsed from the binary message and printed by the same text_format, so
+    the two printers' layouts do not matter. Nothing else is normalised: on every program
+    of the repository p4c and we write the same pkg_info, doc strings, ids and the same
+    order of every repeated field (p4c's order is deterministic: declaration order, tables
+    and actions as its passes meet them), so sorting would only hide real differences."""
     from google.protobuf import text_format
     from p4.config.v1 import p4info_pb2
 
@@ -274,19 +311,27 @@ def normalised_text(data: bytes) -> str:
 
 
 def compare(job: Job, ours: Outcome, theirs: Outcome) -> Verdict:
+    verdict = _compare(job, ours, theirs)
+    if ours.accepted and theirs.accepted:
+        verdict.warnings_only_p4c = sorted(set(theirs.warnings) - set(ours.warnings))
+        verdict.warnings_only_ours = sorted(set(ours.warnings) - set(theirs.warnings))
+    return verdict
+
+
+def _compare(job: Job, ours: Outcome, theirs: Outcome) -> Verdict:
     ours_s = "accept" if ours.accepted else ours.error
     p4c_s = "accept" if theirs.accepted else theirs.error
     if ours.accepted != theirs.accepted:
         detail = f"    ours: {ours_s}\n    p4c:  {p4c_s}"
-        return Verdict(job, "accept-reject", detail, ours_s, p4c_s)
+        return Verdict(job, "accept-reject", detail, ours=ours_s, p4c=p4c_s)
     if ours.accepted:
         a, b = normalised_text(theirs.p4info), normalised_text(ours.p4info)
         if a != b:
             diff = difflib.unified_diff(
                 a.splitlines(), b.splitlines(), "p4c", "p4reduce-p4c", lineterm=""
             )
-            return Verdict(job, "p4info", "\n".join(diff), ours_s, p4c_s)
-    return Verdict(job, "agree", "", ours_s, p4c_s)
+            return Verdict(job, "p4info", "\n".join(diff), ours=ours_s, p4c=p4c_s)
+    return Verdict(job, "agree", "", ours=ours_s, p4c=p4c_s)
 
 
 def run_all(
@@ -318,9 +363,11 @@ def run_all(
 def summary(verdicts: list[Verdict]) -> str:
     counts = {s: sum(v.status == s for v in verdicts) for s in ("agree", "accept-reject", "p4info")}
     both_refuse = sum(v.status == "agree" and v.ours != "accept" for v in verdicts)
+    warn = sum(bool(v.warnings_only_p4c or v.warnings_only_ours) for v in verdicts)
     return (
         f"{len(verdicts)} compilations: {counts['agree']} agree ({both_refuse} refused by both), "
-        f"{counts['accept-reject']} accept/reject mismatches, {counts['p4info']} P4Info diffs"
+        f"{counts['accept-reject']} accept/reject mismatches, {counts['p4info']} P4Info diffs; "
+        f"shadowing warnings differ for {warn}"
     )
 
 
@@ -343,6 +390,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{v.status:<13} {v.job.label}", flush=True)
         if v.detail:
             print(v.detail, flush=True)
+        for w in v.warnings_only_p4c:
+            print(f"    warning only from p4c: {w}", flush=True)
+        for w in v.warnings_only_ours:
+            print(f"    warning only from ours: {w}", flush=True)
 
     verdicts = run_all(
         jobs, workers=args.jobs, cache=None if args.no_cache else args.cache, progress=show
@@ -352,7 +403,9 @@ def main(argv: list[str] | None = None) -> int:
             "summary": summary(verdicts),
             "results": [
                 {"program": v.job.program, "label": v.job.label, "flags": v.job.flags(),
-                 "status": v.status, "ours": v.ours, "p4c": v.p4c, "detail": v.detail}
+                 "status": v.status, "ours": v.ours, "p4c": v.p4c, "detail": v.detail,
+                 "warnings_only_p4c": v.warnings_only_p4c,
+                 "warnings_only_ours": v.warnings_only_ours}
                 for v in verdicts
             ],
         }  # fmt: skip
