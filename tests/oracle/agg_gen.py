@@ -21,7 +21,7 @@ from fabric import (
     udp_frame,
 )
 from p4reduce.switch.interp.builder import Pipeline
-from p4reduce.switch.interp.matches import Lpm
+from p4reduce.switch.interp.matches import Exact, Lpm
 from stf_gen import Host, Stf, job_config, static_config, to_switch
 
 INT32 = (-(2**31), 2**31 - 1)
@@ -151,9 +151,7 @@ def router_case(target: Target, pipe: Pipeline, d: Draw, taken: set[tuple[str, o
     return Case(target, ops, packets)
 
 
-def _exact(v: int):  # noqa: ANN202 - an Exact match
-    from p4reduce.switch.interp.matches import Exact
-
+def _exact(v: int) -> Exact:
     return Exact(v)
 
 

@@ -88,10 +88,9 @@ def cached_json(program: Path, includes: list[Path], defines: dict[str, str]) ->
 
 
 def _first_error(stderr: bytes) -> str:
-    for line in stderr.decode(errors="replace").splitlines():
-        if "error" in line.lower():
-            return line.strip()
-    return stderr.decode(errors="replace").strip().splitlines()[-1:][0] if stderr else "failed"
+    lines = stderr.decode(errors="replace").strip().splitlines()
+    errors = [line.strip() for line in lines if "error" in line.lower()]
+    return (errors or lines or ["failed"])[0]
 
 
 def pcap_global_header() -> bytes:
@@ -121,7 +120,7 @@ class Bmv2Result:
     outputs: dict[int, list[bytes]]
     replies: list[str]  # one per control command, as the CLI printed it
     registers: dict[str, list[int]] = field(default_factory=dict)
-    counters: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    counters: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # per cell read
     died: str | None = None  # the switch exited during the run (an assert, say)
 
 
@@ -165,6 +164,26 @@ class _Cli:
         self.proc.stdin.write(line.encode() + b"\n")
         self.proc.stdin.flush()
         return self._until_prompt(timeout)
+
+    def batch(self, lines: list[str], timeout: float = 120.0) -> list[str]:
+        """Many commands at once (thousands of counter cells): written from a thread, since
+        the CLI's replies could fill its stdout pipe while we are still writing."""
+        assert self.proc.stdin is not None
+        stdin = self.proc.stdin
+        blob = "".join(line + "\n" for line in lines).encode()
+
+        def write() -> None:
+            try:
+                stdin.write(blob)
+                stdin.flush()
+            except OSError:
+                pass  # the CLI died: the reads below say so
+
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        replies = [self._until_prompt(timeout) for _ in lines]
+        writer.join(timeout=timeout)
+        return replies
 
     def close(self) -> None:
         _stop(self.proc)
@@ -220,10 +239,11 @@ def run_bmv2(
     commands: list[str],
     packets: list[tuple[int, bytes]],
     registers: list[str],
-    counters: dict[str, int],
+    counters: dict[str, list[int]],
 ) -> Bmv2Result:
     """Run one case: ``commands`` (CLI lines), then ``packets``; read ``registers`` (whole
-    arrays) and ``counters`` (name -> size) afterwards; outputs per port of ``ports``."""
+    arrays) and the ``counters`` cells (name -> indices) afterwards; outputs per port of
+    ``ports``."""
     work = Path(tempfile.mkdtemp(prefix="p4r-bmv2-"))
     sw: subprocess.Popen[bytes] | None = None
     cli: _Cli | None = None
@@ -248,18 +268,21 @@ def run_bmv2(
             os.write(fds[p], pcap_global_header())
         _wait_thrift(thrift, sw, deadline)
         cli = _Cli(thrift)
-        replies = [cli.command(c) for c in commands]
+        replies = cli.batch(commands)
         _send(fds, packets)
         fds = {}
         died = _wait_idle(work / "switch.txt", sw, len(packets))
         result = Bmv2Result({}, replies, died=died)
         if died is None:
-            for r in registers:
-                result.registers[r] = parse_register(cli.command(f"register_read {r}"))
-            for c, size in counters.items():
+            replies = cli.batch([f"register_read {r}" for r in registers])
+            result.registers = {
+                r: parse_register(v) for r, v in zip(registers, replies, strict=True)
+            }
+            for c, cells in counters.items():
+                replies = cli.batch([f"counter_read {c} {i}" for i in cells])
                 vals = []
-                for i in range(size):
-                    m = COUNTER.search(cli.command(f"counter_read {c} {i}"))
+                for reply in replies:
+                    m = COUNTER.search(reply)
                     vals.append((int(m.group(2)), int(m.group(1))) if m else (-1, -1))
                 result.counters[c] = vals
         cli.close()
@@ -285,7 +308,7 @@ def _send(fds: dict[int, int], packets: list[tuple[int, bytes]]) -> None:
 
     def write(fd: int, blob: bytes) -> None:
         try:
-            os.write(fd, blob) if len(blob) < 4096 else _write_all(fd, blob)
+            _write_all(fd, blob)
         finally:
             os.close(fd)
 
