@@ -76,3 +76,28 @@ def test_verify_in_a_parser_leaves_type_info_out(tmp_path: Path) -> None:
     called = "control I(inout H hdr, inout M m, inout standard_metadata_t sm) {\n"
     called += "    apply { mark_to_drop(sm); }\n}\n"
     assert _p4info(tmp_path, called, parser).HasField("type_info")
+
+
+def test_unstructured_annotations_print_as_p4c_tokens(tmp_path: Path) -> None:
+    # p4c keeps such a body as tokens and prints them one space apart; `@a()` is `@a`;
+    # `@pragma NAME ...` is `@NAME(...)`
+    info = _p4info(
+        tmp_path,
+        """control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    @a1(x.y, f(c), [d], g(1,2)) @a5(x=1,y="z") @a6() @a7(a::b) @a8(8w5, -1, !x)
+    @pragma p1 q.r(s,t)
+    action act() { }
+    table t { key = { hdr.h.b: exact; } actions = { act; } }
+    apply { t.apply(); }
+}
+""",
+    )
+    act = next(a for a in info.actions if a.preamble.name == "I.act")
+    assert list(act.preamble.annotations) == [
+        "@a1(x . y , f ( c ) , [ d ] , g ( 1 , 2 ))",
+        '@a5(x = 1 , y = "z")',
+        "@a6",
+        "@a7(a : : b)",
+        "@a8(8w5 , - 1 , ! x)",
+        "@p1(q . r ( s , t ))",
+    ]
