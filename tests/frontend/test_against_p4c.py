@@ -3,7 +3,8 @@
 The same comparison as ``bench/p4c_diff.py`` (which programs, with which flags, and what is
 normalised are explained there): both accept with the same P4Info, or both refuse. p4c runs
 on two threads (child processes, results cached by content under build/p4c_cache) while
-our front end compiles the same programs in this process. Skipped in one line where
+our front end compiles the same programs in this process; where both accept, the shadowing
+warnings must be the same too. Skipped in one line where
 p4c-bm2-ss is not installed.
 
 KNOWN lists the disagreements not fixed yet, each with what p4c does; they are strict
@@ -99,3 +100,5 @@ def test_discovery_finds_the_programs() -> None:
 def test_agrees_with_p4c(label: str, verdicts: dict[str, object]) -> None:
     v = verdicts[label]
     assert v.status == "agree", f"{v.status}: {label}\n{v.detail}"
+    # and the same [--Wwarn=shadow] warnings (good/shadowing_declarations.p4 has five)
+    assert (v.warnings_only_p4c, v.warnings_only_ours) == ([], [])
