@@ -119,7 +119,7 @@ def read_pcap(path: Path) -> list[bytes]:
 class Bmv2Result:
     outputs: dict[int, list[bytes]]
     replies: list[str]  # one per control command, as the CLI printed it
-    registers: dict[str, list[int]] = field(default_factory=dict)
+    registers: dict[str, list[int]] = field(default_factory=dict)  # per cell read
     counters: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # per cell read
     died: str | None = None  # the switch exited during the run (an assert, say)
 
@@ -238,12 +238,12 @@ def run_bmv2(
     ports: list[int],
     commands: list[str],
     packets: list[tuple[int, bytes]],
-    registers: list[str],
+    registers: dict[str, list[int] | None],
     counters: dict[str, list[int]],
 ) -> Bmv2Result:
-    """Run one case: ``commands`` (CLI lines), then ``packets``; read ``registers`` (whole
-    arrays) and the ``counters`` cells (name -> indices) afterwards; outputs per port of
-    ``ports``."""
+    """Run one case: ``commands`` (CLI lines), then ``packets``; read the ``registers``
+    (name -> cell indices, None for the whole array) and ``counters`` cells afterwards;
+    outputs per port of ``ports``."""
     work = Path(tempfile.mkdtemp(prefix="p4r-bmv2-"))
     sw: subprocess.Popen[bytes] | None = None
     cli: _Cli | None = None
@@ -274,10 +274,12 @@ def run_bmv2(
         died = _wait_idle(work / "switch.txt", sw, len(packets))
         result = Bmv2Result({}, replies, died=died)
         if died is None:
-            replies = cli.batch([f"register_read {r}" for r in registers])
-            result.registers = {
-                r: parse_register(v) for r, v in zip(registers, replies, strict=True)
-            }
+            for r, which in registers.items():
+                if which is None:
+                    result.registers[r] = parse_register(cli.command(f"register_read {r}"))
+                else:
+                    replies = cli.batch([f"register_read {r} {i}" for i in which])
+                    result.registers[r] = [(parse_register(v) or [-1])[0] for v in replies]
             for c, cells in counters.items():
                 replies = cli.batch([f"counter_read {c} {i}" for i in cells])
                 vals = []
