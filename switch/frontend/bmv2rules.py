@@ -43,7 +43,6 @@ def check_bmv2(
     if not runtime_divmod:
         _division_at_compile_time(user_decls)
     _register_types(user_decls)
-    _v1model_version(checked)
 
 
 def is_library(d: A.Node) -> bool:
@@ -339,10 +338,6 @@ def _type_text(t: A.TypeRef) -> str:
     return "type"
 
 
-# The versions of v1model.p4 that p4c's BMv2 back end knows (V1MODEL_VERSION).
-KNOWN_V1MODEL_VERSIONS = (20180101, 20200408)
-
-
 def _register_types(user_decls: list[A.Node]) -> None:
     """BMv2 registers hold bit<W> or int<W> cells (p4c: registers with other types are not
     supported), so register<struct>.read cannot fill a struct."""
@@ -360,15 +355,3 @@ def _register_types(user_decls: list[A.Node]) -> None:
                 f"{node.name}: registers with types other than bit<> or int<> are not "
                 f"supported by BMv2 (register<{cell}>)",
             )
-
-
-def _v1model_version(checked: CheckedProgram) -> None:
-    sym = checked.scope.names.get("__v1model_version")
-    if sym is None or sym.kind != "const":
-        return
-    if sym.value not in KNOWN_V1MODEL_VERSIONS:
-        known = " and ".join(str(v) for v in KNOWN_V1MODEL_VERSIONS)
-        raise CompileError(
-            sym.pos,
-            f"V1MODEL_VERSION {sym.value}: not a version of v1model.p4 (known: {known})",
-        )

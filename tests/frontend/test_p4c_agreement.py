@@ -101,3 +101,22 @@ def test_unstructured_annotations_print_as_p4c_tokens(tmp_path: Path) -> None:
         "@a8(8w5 , - 1 , ! x)",
         "@p1(q . r ( s , t ))",
     ]
+
+
+def test_unknown_v1model_version_selects_the_newest(tmp_path: Path) -> None:
+    # p4c 1.2.5 accepts any V1MODEL_VERSION; from 20200408 on its declarations are 20200408's
+    path = tmp_path / "prog.p4"
+    path.write_text(
+        "#define V1MODEL_VERSION 20991301\n"
+        + PRELUDE
+        + PARSER
+        + """
+control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    register<bit<8>, bit<4>>(16) r;
+    apply { PortId_t p = sm.ingress_port; r.write(4w1, (bit<8>)p); }
+}
+"""
+        + MAIN
+    )
+    compiled = compile_file(path)
+    assert [r.preamble.name for r in compiled.p4info.registers] == ["I.r"]
