@@ -13,7 +13,7 @@ from ..p4include import INCLUDE_DIR
 from . import ast as A
 from . import types as T
 from .checker import CheckedProgram, Checker, TableChecker
-from .cpbuild import iter_nodes
+from .cpbuild import iter_nodes, referenced_decls
 from .errors import CompileError
 
 
@@ -111,6 +111,7 @@ def _control_rules(control: A.ControlDecl) -> None:
                 t.pos, f"multiple LPM keys in table {control.name}.{t.name} not supported"
             )
     _tables_applied_once_per_path(control)
+    used = referenced_decls(control)
     for d in control.locals:
         if not (isinstance(d, A.Instance) and isinstance(getattr(d, "inst_type", None), T.ExternT)):
             continue
@@ -119,7 +120,8 @@ def _control_rules(control: A.ControlDecl) -> None:
             continue
         prop = "counters" if kind == "direct_counter" else "meters"
         users = [t for t in tables if _names(TableChecker.prop(t, prop), d)]
-        if kind == "direct_meter" and not users:
+        if kind == "direct_meter" and not users and id(d) in used:
+            # p4c removes an unused declaration before this check (only warning 'unused')
             raise CompileError(
                 d.pos,
                 f"{control.name}.{d.name}: direct meter is not associated with any "

@@ -120,3 +120,15 @@ control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
     )
     compiled = compile_file(path)
     assert [r.preamble.name for r in compiled.p4info.registers] == ["I.r"]
+
+
+def test_unused_unattached_direct_meter_is_accepted(tmp_path: Path) -> None:
+    # p4c removes the unused declaration before its 'not associated with any table' check
+    # (bad/bmv2_direct_meter_unattached.p4 reads the meter, and is refused)
+    body = """control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    direct_meter<bit<8>>(MeterType.packets) dm;
+    apply { }
+}
+"""
+    info = _p4info(tmp_path, body)
+    assert list(info.direct_meters) == []
