@@ -63,6 +63,11 @@ class TableGen:
         if "size" in props:
             v = Checker.const_value_static(props["size"].value)
             size = int(v) if isinstance(v, int) else size
+        elif "entries" in props and props["entries"].value and not props["entries"].is_const:
+            # p4c's BMv2 back end sizes a table with initial (non-const) entries and no size
+            # property to those entries: BMv2 refuses any more (found by the BMv2 oracle,
+            # tests/oracle; a const-entries table is left to the generator's skip list)
+            size = len(props["entries"].value)
         table = Table(
             name,
             keys,

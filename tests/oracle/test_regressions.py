@@ -68,3 +68,15 @@ def test_direct_meter_hit_writes_the_read_field_whatever_the_action(engine: str)
     ops = [Entry("ingress.t", (Exact(255),), "NoAction", (), None)]
     out = run_ours(Case(_target("meter_direct"), ops, [(0, bytes.fromhex("ffff"))]), engine)
     assert out.outputs[0] == [bytes.fromhex("ff00")]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_table_with_initial_entries_is_sized_to_them(engine: str) -> None:
+    # table_entries_priority.p4: t1 has 4 `entries` (not const) and no size; p4c gives BMv2
+    # max_size 4, so BMv2 refused one more entry (ours accepted it into 1024 slots)
+    from bmv2_oracle import Entry
+    from p4reduce.switch.interp.matches import Range
+
+    ops = [Entry("ingress.t1", (Range(0, 7),), "ingress.s1", (85,), 1_000)]
+    out = run_ours(Case(_target("table_entries_priority"), ops, []), engine)
+    assert out.accepted == [False]
