@@ -132,3 +132,31 @@ def test_unused_unattached_direct_meter_is_accepted(tmp_path: Path) -> None:
 """
     info = _p4info(tmp_path, body)
     assert list(info.direct_meters) == []
+
+
+GOOD = Path(__file__).parent / "programs" / "good"
+
+
+def test_lpm_entry_value_wider_than_the_key_is_cut(tmp_path: Path) -> None:
+    # p4c 1.2.5: `[--Wwarn=overflow] warning: 16w0x1ffff: value does not fit in 16 bits`,
+    # and the entry is 16w0xffff &&& 0xff00 (BMv2 forwards etherType 0xff12 by it)
+    from p4reduce.switch.stf.cli import main as stf_main
+
+    program = GOOD / "table_entry_lpm_value_truncated.p4"
+    warnings = compile_file(program).warnings
+    assert [(w.pos.line, w.kind, w.message) for w in warnings] == [
+        (19, "overflow", "16w0x1ffff: value does not fit in 16 bits")
+    ]
+    stf = tmp_path / "cut.stf"
+    stf.write_text(
+        "packet 0 000000000001 000000000002 ff12 00\n"
+        "expect 1 000000000001 000000000002 ff12 00\n"
+        "packet 0 000000000001 000000000002 fe12 00\n"
+        "expect 0 000000000001 000000000002 fe12 00\n"
+    )
+    assert stf_main(["--engine", "python", str(program), str(stf)]) == 0
+
+
+def test_optional_entry_value_wider_than_the_key_is_cut() -> None:
+    warnings = compile_file(GOOD / "table_entry_optional_value_truncated.p4").warnings
+    assert [w.message for w in warnings] == ["8w256: value does not fit in 8 bits"]
