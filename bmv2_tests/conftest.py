@@ -1,8 +1,8 @@
 """test_on_bmv2.py's runs in the background, and the line the CI log needs about them.
 
-The BMv2 runs (a few seconds each, mostly waiting) start with the first bmv2_tests test and
-the tests that read their results go to the end of the session, so the runs overlap the
-embedded-switch tests instead of holding the session up.
+The BMv2 runs (a few seconds each, mostly waiting) start as soon as the session has collected
+its tests, and the tests that read their results go to the end of the session, so the runs
+overlap the other tests instead of holding the session up.
 
 test_on_bmv2.py skips every case where p4c and BMv2 are not installed, which a green run
 hides; the summary line says how many passed, failed or were skipped (and why).
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,6 +19,7 @@ import pytest
 BMV2_TEST = "test_on_bmv2.py::test_stf_on_bmv2["
 _outcomes: Counter[str] = Counter()
 _skip_reasons: Counter[str] = Counter()
+_runs: Any = None  # test_on_bmv2.RUNS, once started
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -27,16 +27,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items[:] = [i for i in items if BMV2_TEST not in i.nodeid] + bmv2
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _bmv2_runs_in_background(request: pytest.FixtureRequest) -> Iterator[None]:
+def pytest_collection_finish(session: pytest.Session) -> None:
+    global _runs
     # the cases left after selection (-k, node ids), in the order they will be read
-    bmv2 = [i for i in request.session.items if BMV2_TEST in i.nodeid]
-    runs = bmv2[0].module.RUNS if bmv2 else None  # type: ignore[attr-defined]
-    if runs is not None:
-        runs.start([i.callspec.params["name"] for i in bmv2])  # type: ignore[attr-defined]
-    yield
-    if runs is not None:
-        runs.stop()
+    bmv2 = [i for i in session.items if BMV2_TEST in i.nodeid]
+    if bmv2 and not session.config.option.collectonly:
+        _runs = bmv2[0].module.RUNS  # type: ignore[attr-defined]
+        _runs.start([i.callspec.params["name"] for i in bmv2])  # type: ignore[attr-defined]
+
+
+def pytest_sessionfinish() -> None:
+    if _runs is not None:
+        _runs.stop()
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

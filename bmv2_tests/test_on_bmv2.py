@@ -10,8 +10,8 @@ run here as soon as it exists.
 Each run compiles with p4c-bm2-ss, starts simple_switch on pcap files and waits for its
 output: a few seconds, mostly waiting, so they run four at a time in threads (``Runs``),
 each in its own temporary directory, and every test looks up its own result. conftest.py
-starts them with the first bmv2_tests test and runs these tests last, so the runs overlap
-the embedded-switch tests. A
+starts them once the session has collected its tests and runs these tests last, so the runs
+overlap the others. A
 failure shows the tail of the runner's output (p4c's "Packet N on port P differs" and the
 CLI's replies). Without the tools every test is skipped with one line saying which are
 missing (p4reduce.p4lang finds them in /opt/p4lang, $P4LANG_ROOT or PATH). conftest.py
@@ -124,9 +124,9 @@ def run_one(name: str, s: Setup, base: Path) -> Result:
 
 class Runs:
     """The runs of every runnable case, started at once, WORKERS at a time, in the tests'
-    order. conftest.py starts them when the session's first bmv2_tests test starts and moves
-    the tests that read them to the end of the session, so the runs, which mostly wait,
-    overlap the CPU-bound tests."""
+    order. conftest.py starts them once the session has collected its tests and moves the
+    tests that read them to the end of the session, so the runs, which mostly wait, overlap
+    the other tests."""
 
     def __init__(self) -> None:
         self.pool: ThreadPoolExecutor | None = None
