@@ -160,3 +160,15 @@ def test_lpm_entry_value_wider_than_the_key_is_cut(tmp_path: Path) -> None:
 def test_optional_entry_value_wider_than_the_key_is_cut() -> None:
     warnings = compile_file(GOOD / "table_entry_optional_value_truncated.p4").warnings
     assert [w.message for w in warnings] == ["8w256: value does not fit in 8 bits"]
+
+
+def test_int_literal_initializes_and_is_assigned_to_a_new_type(tmp_path: Path) -> None:
+    # p4c 1.2.5: `Tag_t t = 5; t = 0x0800;` compile (not `tag(9)`: bad/new_type_int_argument.p4)
+    from p4reduce.switch.stf.cli import main as stf_main
+
+    stf = tmp_path / "tag.stf"
+    stf.write_text(
+        "packet 0 000000000001 000000000002 ffff\nexpect 1 000000000001 000000000002 0800\n"
+    )
+    program = GOOD / "new_type_int_initializer.p4"
+    assert stf_main(["--engine", "python", str(program), str(stf)]) == 0

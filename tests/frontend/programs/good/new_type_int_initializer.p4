@@ -1,4 +1,4 @@
-// BAD: an integer literal assigned to a new type (type bit<16>) without an explicit cast.
+// An integer literal initializes and is assigned to a new type (type bit<16>) without a cast, as p4c 1.2.5 allows (not as an argument or a comparison operand: bad/new_type_int_argument.p4).
 #include <core.p4>
 #include <v1model.p4>
 
@@ -35,7 +35,9 @@ control MyVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
 
 control MyIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
     apply {
-        Tag_t t = 5;  // expect-error
+        Tag_t t = 5;
+        t = 0x0800;
+        hdr.ethernet.etherType = (bit<16>)t;
         standard_metadata.egress_spec = 1;
     }
 }
