@@ -172,3 +172,16 @@ def test_int_literal_initializes_and_is_assigned_to_a_new_type(tmp_path: Path) -
     )
     program = GOOD / "new_type_int_initializer.p4"
     assert stf_main(["--engine", "python", str(program), str(stf)]) == 0
+
+
+def test_serializable_enum_as_shift_amount(tmp_path: Path) -> None:
+    # p4c 1.2.5 shifts by the enum's bit<8> value (BMv2: 0x0011 << 3 == 0x0088)
+    from p4reduce.switch.stf.cli import main as stf_main
+
+    stf = tmp_path / "shift.stf"
+    stf.write_text(
+        "packet 0 000000000001 000000000002 0011\nexpect 1 000000000001 000000000002 0088\n"
+    )
+    program = GOOD / "enum_shift_amount.p4"
+    for engine in ("python", "native"):
+        assert stf_main(["--engine", engine, str(program), str(stf)]) == 0

@@ -1,8 +1,8 @@
-// BAD: a shift amount must be an integer; a serializable enum is not converted for the right operand of a shift.
+// A serializable enum as a shift amount is converted to its bit<8>, as p4c 1.2.5 does (etherType << amount_t.THREE).
 #include <core.p4>
 #include <v1model.p4>
 
-enum bit<8> amount_t { ONE = 1 }
+enum bit<8> amount_t { ONE = 1, THREE = 3 }
 header ethernet_t { bit<48> dstAddr; bit<48> srcAddr; bit<16> etherType; }
 struct headers_t { ethernet_t ethernet; }
 struct metadata_t { bit<8> b8; bit<16> b16; bit<32> b32; }
@@ -13,7 +13,8 @@ parser MyParser(packet_in pkt, out headers_t hdr, inout metadata_t meta, inout s
 control MyVerifyChecksum(inout headers_t hdr, inout metadata_t meta) { apply { } }
 control MyIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
     apply {
-        meta.b32 = meta.b32 << amount_t.ONE; // expect-error: shift
+        hdr.ethernet.etherType = hdr.ethernet.etherType << amount_t.THREE;
+        standard_metadata.egress_spec = 1;
     }
 }
 control MyEgress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) { apply { } }
