@@ -141,11 +141,13 @@ def in_netns(ns: str, fn: Callable[[], T]) -> T:
 
     def run() -> None:
         try:
-            fd = os.open(NETNS_DIR / ns, os.O_RDONLY)
+            try:
+                fd = os.open(NETNS_DIR / ns, os.O_RDONLY)
+            except OSError as err:
+                raise StackError(f"network namespace {ns}: {err.strerror}") from None
             try:
                 if libc.setns(fd, _CLONE_NEWNET) != 0:
-                    err = ctypes.get_errno()
-                    raise OSError(err, f"setns {ns}: {os.strerror(err)}")
+                    raise StackError(f"setns {ns}: {os.strerror(ctypes.get_errno())}")
             finally:
                 os.close(fd)
             box["value"] = fn()
