@@ -260,11 +260,12 @@ class ExternCallGen:
         if cells is None:
             self.em.line(f"{self.leaf(ref, ref.layout)} = {obj}.read({idx})")
             return ""
-        # BMv2 leaves an out-of-range read at 0
+        # BMv2 leaves the destination of an out-of-range read unchanged ("Dest field was not
+        # updated"; v1model leaves it unspecified): found by the BMv2 oracle, tests/oracle
         i = self.simple(idx, "i")
-        self.em.line(
-            f"{self.leaf(ref, ref.layout)} = {cells[0]}[{i}] if 0 <= {i} < {cells[1]} else 0"
-        )
+        self.em.line(f"if 0 <= {i} < {cells[1]}:")
+        with self.em.indent():
+            self.em.line(f"{self.leaf(ref, ref.layout)} = {cells[0]}[{i}]")
         return ""
 
     def m_register_write(self, e: A.Call, obj: Any) -> str:

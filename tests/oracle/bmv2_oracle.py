@@ -29,7 +29,7 @@ from bmv2_run import Bmv2Result, cached_json, run_bmv2
 from p4reduce.switch.frontend.compiler import CompiledProgram, CompileOptions, compile_file
 from p4reduce.switch.interp.builder import Pipeline, build_pipeline
 from p4reduce.switch.interp.externs import ExternError
-from p4reduce.switch.interp.matches import Exact, Lpm, Match, Optional, Range, Ternary
+from p4reduce.switch.interp.matches import Exact, Lpm, Match, Range, Ternary
 from p4reduce.switch.interp.pre import PreError
 from p4reduce.switch.interp.runtime import P4RuntimeFault
 from p4reduce.switch.interp.tables import TableError
@@ -447,7 +447,6 @@ __all__ = [
     "Default",
     "Divergence",
     "Entry",
-    "Optional",
     "Target",
     "check_case",
     "targets",

@@ -80,3 +80,12 @@ def test_table_with_initial_entries_is_sized_to_them(engine: str) -> None:
     ops = [Entry("ingress.t1", (Range(0, 7),), "ingress.s1", (85,), 1_000)]
     out = run_ours(Case(_target("table_entries_priority"), ops, []), engine)
     assert out.accepted == [False]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_register_read_out_of_range_leaves_the_result(engine: str) -> None:
+    # register_control_plane.p4: op 0 reads r[idx] into res; idx 0xff of a 4-cell register:
+    # BMv2 sent the packet back with res (deadbeef) untouched, ours had written 0
+    data = bytes.fromhex("00ff0000ff00deadbeef")
+    out = run_ours(Case(_target("register_control_plane"), [], [(0, data)]), engine)
+    assert out.outputs[1] == [data]
