@@ -287,7 +287,8 @@ def run_ours(job: Job, root: Path = ROOT) -> Outcome:
     except CompileError as exc:  # MissingMainError included: p4c exits 1 for it as well
         return Outcome(False, error=exc.format().splitlines()[0])
     prefix = f"{root.resolve().as_posix()}/"
-    warns = tuple(w.head().removeprefix(prefix) for w in program.warnings)
+    # only the shadowing ones: p4c's other warnings (overflow, unused) we print in part or not
+    warns = tuple(w.head().removeprefix(prefix) for w in program.warnings if w.kind == "shadow")
     return Outcome(True, p4info=program.p4info.SerializeToString(), warnings=warns)
 
 
