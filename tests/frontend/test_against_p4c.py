@@ -52,8 +52,6 @@ KNOWN: dict[str, str] = {
     "tests/native/p4/profile_ops.p4": "anonymous implementation",
     "tests/native/p4/signed_ops.p4": "a cast p4c refuses",
     "tests/p4runtime/programs/digest_kinds.p4": "digest of a header type",
-    # p4c's preprocessor keeps // comments inside a multi-line string literal; ours drops them
-    "tests/frontend/programs/good/annotation_multiline_string.p4": "comments in a string",
 }
 
 
