@@ -36,6 +36,7 @@ def check_bmv2(
             _header_has_one_varbit(d, checked)
             _header_is_whole_bytes(d, checked)
     _package_types(checked)
+    _no_for_in_loops(user_decls)
     for d in user_decls:
         if isinstance(d, A.ControlDecl):
             _control_rules(d)
@@ -210,6 +211,15 @@ def _user_externs(user_decls: list[A.Node]) -> None:
     _, kind, decl = found
     what = "extern function" if kind == "function" else "extern instance"
     raise CompileError(decl.pos, f"{decl.name}: unknown {what}")
+
+
+def _no_for_in_loops(user_decls: list[A.Node]) -> None:
+    """p4c-bm2-ss 1.2.5 has no JSON for ``for (T x in collection)``: "BMV2 does not support
+    for-in loops" at the first one (three-clause ``for`` loops it unrolls or converts)."""
+    loops = [n for n in iter_nodes(list(user_decls)) if isinstance(n, A.ForIn)]
+    if loops:
+        first = min(loops, key=lambda n: (n.pos.file, n.pos.line))
+        raise CompileError(first.pos, "BMV2 does not support for-in loops")
 
 
 def _user_extern_values(user_decls: list[A.Node]) -> None:

@@ -47,7 +47,6 @@ KNOWN: dict[str, str] = {
     "tests/frontend/programs/good/struct_valued_expressions.p4": "could not infer a type",
     "tests/frontend/programs/good/table_implementation_inline.p4": "anonymous implementation",
     "tests/frontend/programs/good/value_set_tuple.p4": "value_set of a tuple",
-    "tests/frontend/tofino_programs/bad/loop_for_in.p4": "BMV2 does not support for-in loops",
     "tests/native/p4/passes_ops.p4": "clone_preserving_field_list argument types",
     "tests/native/p4/profile_ops.p4": "anonymous implementation",
     "tests/native/p4/signed_ops.p4": "a cast p4c refuses",
