@@ -3,13 +3,15 @@ embedded engines, for as long as the budget allows (tests/oracle/bmv2_oracle.py)
 
     .venv/bin/python bench/fuzz_bmv2.py --budget 600 [--program NAME]... [--k 64,256,1024]
                                         [--seed S] [--shrink SECONDS] [--json]
+                                        [--hypothesis N]
 
 Programs are taken round-robin (every bmv2_tests program, dense.p4 and sparse.p4 at each
 K, the IPv4 router; ``--program`` keeps those whose name contains NAME); case i of a
 program is drawn from the seed ``S:NAME:i``, so a run is reproducible. Each divergence is
 printed with the program, the case (control commands and packets) and both outputs, after
 a greedy shrink (packets, then control operations, dropped while it still diverges) for
-at most ``--shrink`` seconds. Exit status 1 when a divergence was found, 2 when p4c/BMv2
+at most ``--shrink`` seconds. ``--hypothesis N`` draws N cases per program through Hypothesis
+instead (seeded by ``--seed``), which shrinks a diverging case itself. Exit status 1 when a divergence was found, 2 when p4c/BMv2
 are missing.
 """
 
@@ -19,6 +21,7 @@ import argparse
 import json
 import sys
 import time
+import zlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,6 +54,38 @@ def shrink(case: Case, budget_s: float) -> tuple[Case, list[Divergence]]:
     return case, best
 
 
+def hypothesis_search(target: Target, examples: int, seed: int) -> list[Divergence]:
+    """Up to ``examples`` Hypothesis-drawn cases of ``target``; on a divergence Hypothesis
+    shrinks the case (each step a BMv2 run) and the smallest one's divergences come back."""
+    from case_gen import HypothesisDraw
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hseed
+    from hypothesis import strategies as st
+
+    last: list[Divergence] = []
+
+    @hseed(seed)
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        phases=[Phase.generate, Phase.shrink],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(st.data())
+    def prop(data: st.DataObject) -> None:
+        result = check_case(gen_case(target, HypothesisDraw(data)))
+        if result.divergences:
+            last[:] = result.divergences
+            raise AssertionError("diverges")
+
+    try:
+        prop()
+    except AssertionError:
+        return last
+    return []
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--budget", type=float, default=300.0, help="seconds (default 300)")
@@ -59,6 +94,13 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--seed", default="fuzz", help="seed prefix (default 'fuzz')")
     ap.add_argument("--shrink", type=float, default=60.0, help="seconds per divergence")
     ap.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    ap.add_argument(
+        "--hypothesis",
+        type=int,
+        metavar="N",
+        default=0,
+        help="instead: N Hypothesis-drawn cases per program, shrunk by Hypothesis on a divergence",
+    )
     args = ap.parse_args(argv)
     missing = p4lang.missing_reason("p4c-bm2-ss", "simple_switch", "simple_switch_CLI")
     if missing:
@@ -72,6 +114,16 @@ def main(argv: list[str]) -> int:
         print("fuzz_bmv2: error: no program matches --program", file=sys.stderr)
         return 2
     t0 = time.monotonic()
+    if args.hypothesis:
+        found_h = 0
+        for target in chosen:
+            if time.monotonic() - t0 > args.budget:
+                break
+            for d in hypothesis_search(target, args.hypothesis, zlib.crc32(args.seed.encode())):
+                found_h += 1
+                print(d.report(), flush=True)
+        print(f"fuzz_bmv2 --hypothesis: {found_h} divergence(s), {time.monotonic() - t0:.0f} s")
+        return 1 if found_h else 0
     cases = packets = undefined = errors = 0
     found: list[dict[str, object]] = []
     i = 0

@@ -1,7 +1,8 @@
 """Random oracle cases, drawn from the program's own tables, registers and packets.
 
-Everything random comes through a ``Draw`` (``RandomDraw`` wraps a seeded random.Random, so
-a case is a pure function of its seed). What a case holds, per kind of target:
+Everything random comes through a ``Draw``: ``RandomDraw`` wraps a seeded random.Random, so
+a case is a pure function of its seed; ``HypothesisDraw`` draws from Hypothesis, which then
+shrinks a diverging case. What a case holds, per kind of target:
 
 - every target: random entries for every table the generator can express (keys of the
   table's widths and match kinds, any of its actions with random parameters, distinct
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from bmv2_oracle import CLI_VALUE_BITS, PORTS, Case, Cli, Default, Entry, Op, Target, pipeline
 from p4reduce.switch.interp.builder import Pipeline
@@ -67,6 +68,28 @@ class RandomDraw:
 
     def bytes(self, n: int) -> bytes:
         return self.r.randbytes(n)
+
+
+class HypothesisDraw:
+    """Draws from a Hypothesis ``st.data()`` object, so that Hypothesis can shrink a
+    diverging case (bench/fuzz_bmv2.py --hypothesis)."""
+
+    def __init__(self, data: Any) -> None:
+        from hypothesis import strategies as st
+
+        self.data, self.st = data, st
+
+    def int(self, lo: int, hi: int) -> int:
+        return self.data.draw(self.st.integers(lo, hi))
+
+    def choice(self, seq: Sequence[T]) -> T:
+        return seq[self.int(0, len(seq) - 1)]
+
+    def chance(self, p: float) -> bool:
+        return self.int(0, 999) < p * 1000
+
+    def bytes(self, n: int) -> bytes:
+        return self.data.draw(self.st.binary(min_size=n, max_size=n))
 
 
 def skipped_tables(pipe: Pipeline) -> dict[str, str]:
