@@ -14,6 +14,15 @@ per scheme the accuracy, packets per step after the warm-up (and as a ratio to d
 packet reduction), the median step time as a ratio to dense measured in the same run.
 
     python bench/compress.py [--workers 4] [--epochs 15] [--ratio 0.02] [--auto] [--out DIR]
+
+``--packets``: instead, the switch packets per compressed step of top-k with agreed and
+with local selection at 2, 4 and 8 workers (``--ratio``, default 0.05 there), against the
+bound of issue 36: agreed selection's data packets <= 1.2 x ratio x dense's data packets +
+its telemetry (the energies' ceil(B/K) blocks and the tail's block). Priming packets (one
+header-only packet per slot per call, min(S, blocks)) are listed apart: they are a fixed
+cost per call, about 8 of the 159 packets of a dense step of the digits MLP (151 blocks).
+
+    python bench/compress.py --packets [--ratio 0.05]
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -31,10 +41,10 @@ EXAMPLE = ROOT / "examples" / "train_digits.py"
 SCHEMES = "none,topk,topk-noef,adaptive"
 
 
-def train(args: argparse.Namespace, schemes: str, mode: str) -> list[dict[str, Any]]:
+def train(args: argparse.Namespace, schemes: str, mode: str, *extra: str) -> list[dict[str, Any]]:
     cmd = [sys.executable, str(EXAMPLE), "--json", "--compress", schemes, "--mode", mode,
            "--workers", str(args.workers), "--epochs", str(args.epochs),
-           "--ratio", str(args.ratio), "--timeout", str(args.timeout)]  # fmt: skip
+           "--ratio", str(args.ratio), "--timeout", str(args.timeout), *extra]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if proc.returncode != 0:
         tail = proc.stderr.strip().splitlines()[-1:] or ["(no output)"]
@@ -65,16 +75,60 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     f.savefig(path, dpi=110)
 
 
+BLOCKS, K, SLOTS = 151, 64, 8  # the example's MLP (9,610 parameters), K, its --slots
+
+
+def packets(args: argparse.Namespace) -> int:
+    """Packets per compressed step, agreed and local selection, at 2, 4 and 8 workers."""
+    prime_dense = min(SLOTS, BLOCKS)
+    energies = math.ceil(BLOCKS / K)  # the agreed rule's energies: B floats
+    tail = energies + 1  # the energies' blocks and the payload's tail block
+    print(f"top-k {args.ratio:g}, sparse path, digits MLP ({BLOCKS} blocks, K {K}, "
+          f"S {SLOTS}); worker 0's packets per step after the warm-up")  # fmt: skip
+    print(f"{'n':>2s} {'selection':9s} {'pkts/step':>9s} {'priming':>7s} {'data':>6s} "
+          f"{'dense data':>10s} {'bound':>6s}  {'of dense':>8s}  ok")  # fmt: skip
+    ok = True
+    for n in (2, 4, 8):
+        args.workers = n
+        # enough steps after 2 warm-up steps at any n (44, 22 and 10 steps per 2 epochs)
+        args.epochs = 2
+        for selection in ("agreed", "local"):
+            runs = train(args, "none,topk", "sparse", "--selection", selection,
+                         "--warmup-steps", "2")  # fmt: skip
+            dense, topk = runs[0], runs[1]
+            dense_data = dense["packets_per_step"] - prime_dense
+            prime = prime_dense + (min(SLOTS, energies) if selection == "agreed" else 0)
+            data = topk["packets_per_step"] - prime
+            bound = 1.2 * args.ratio * dense_data + (tail if selection == "agreed" else 1)
+            good = data <= bound
+            if selection == "agreed":
+                ok &= good
+            print(f"{n:2d} {selection:9s} {topk['packets_per_step']:9.1f} {prime:7d} "
+                  f"{data:6.1f} {dense_data:10.1f} {bound:6.1f}  "
+                  f"{topk['packets_per_step'] / dense['packets_per_step']:8.3f}  "
+                  f"{('yes' if good else 'NO') if selection == 'agreed' else '-'}",
+                  flush=True)  # fmt: skip
+    print("agreed selection within the bound at 2, 4, 8 workers" if ok else
+          "compress.py: agreed selection over the bound")  # fmt: skip
+    return 0 if ok else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="compress.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--workers", type=int, default=4)
     p.add_argument("--epochs", type=int, default=15)
-    p.add_argument("--ratio", type=float, default=0.02)
+    p.add_argument("--ratio", type=float, default=None, help="0.02; --packets: 0.05")
+    p.add_argument("--packets", action="store_true",
+                   help="packets per step, agreed and local selection, 2/4/8 workers")  # fmt: skip
     p.add_argument("--mode", default="sparse", choices=("sparse", "dense", "allgather", "auto"))
     p.add_argument("--auto", action="store_true", help="add top-k with --mode auto")
     p.add_argument("--timeout", type=float, default=1200.0)
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
     args = p.parse_args(argv)
+    if args.ratio is None:
+        args.ratio = 0.05 if args.packets else 0.02
+    if args.packets:
+        return packets(args)
     runs = train(args, SCHEMES, args.mode)
     for r in runs:
         r["name"] = r["scheme"]

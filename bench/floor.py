@@ -3,7 +3,8 @@ time with ``cc`` (cached by content hash like the native engine), as a reflector
 the switch's receives and multicast sends with recvmmsg/sendmmsg and no P4, and as a batched
 C load generator of aggregation packets (docs/benchmarks.md, "kernel floor").
 
-Used by bench/switch.py and bench/allreduce.py; not a benchmark on its own.
+Used by bench/switch.py, bench/sidebyside.py (raw-socket modes) and bench/allreduce.py; not
+a benchmark on its own.
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ def packet_file(path: Path, packets: Sequence[Sequence[bytes]]) -> None:
 
 
 def run_client(
-    target: tuple[str, int],
+    target: tuple[str, int] | None,
     socks: Sequence[socket.socket],
     packets: Sequence[Sequence[bytes]],
     rounds: int,
@@ -112,14 +113,17 @@ def run_client(
     timeout: float = 300.0,
 ) -> dict[str, float]:
     """The C load generator: ``rounds`` packets per worker, ``window`` in flight. Returns
-    seconds, packets_in and results; raises RuntimeError if it stalls."""
+    seconds, packets_in and results; raises RuntimeError if it stalls. ``target`` None: the
+    sockets are AF_PACKET sockets bound to interfaces and ``packets`` whole Ethernet frames
+    (bench/sidebyside.py)."""
     exe = build()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "packets.bin"
         packet_file(path, packets)
         fds = [s.fileno() for s in socks]
         done = subprocess.run(
-            [str(exe), "client", f"{target[0]}:{target[1]}", str(path), str(rounds),
+            [str(exe), "client", "raw" if target is None else f"{target[0]}:{target[1]}",
+             str(path), str(rounds),
              str(window), ",".join(map(str, fds))],
             pass_fds=fds, capture_output=True, text=True, timeout=timeout,
         )  # fmt: skip

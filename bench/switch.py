@@ -17,8 +17,16 @@ and its gRPC server), with same-run baselines so the ratios compare across machi
 - P4Runtime: table inserts with one update per Write RPC and in batches of 100; baseline: a
   no-op RPC (Capabilities) on the same channel.
 
+And BMv2 side by side (bench/sidebyside.py; root): aggregation packets/s of dense.p4 at each
+K and port-to-port forwarding, on veth pairs with one raw-socket load generator, for a C
+floor (the baseline of every ratio), ``p4reduce-switch --engine native`` and BMv2's
+``simple_switch_perf`` and ``simple_switch``, all in the same run. Without root, a C
+compiler or BMv2, one line says what was left out.
+
     python bench/switch.py [--packets N] [--writes N] [--agg-workers N] [--agg-k K]
-        [--agg-rounds R] [--engines E,E] [--only aggregation,forwarding,p4runtime] [--json]
+        [--agg-rounds R] [--engines E,E] [--bmv2-ks K,K] [--bmv2-default-ks K,K]
+        [--bmv2-repeat R] [--bmv2-seconds S]
+        [--only aggregation,forwarding,p4runtime,bmv2] [--json]
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ from typing import Any
 
 import floor
 import grpc
+import sidebyside
 from google.protobuf import text_format
 from p4reduce.switch.frontend.cli import main as p4c_main
 from p4reduce.switch.interp.matches import Exact
@@ -286,10 +295,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--agg-slots", type=int, default=64, help="aggregation: slots = window (64)")
     ap.add_argument("--agg-repeat", type=int, default=3, help="aggregation: best of R runs (3)")
     ap.add_argument("--engines", default=None, help="p4reduce-switch engines (default: all)")
-    ap.add_argument("--only", default="aggregation,forwarding,p4runtime", help="figures to run")
+    ap.add_argument("--bmv2-ks", default="64,256,1024", help="BMv2 side by side: K values")
+    ap.add_argument(
+        "--bmv2-default-ks",
+        default="64",
+        help="K values for BMv2's default build too (64; it needs ~12 s a run at 1024)",
+    )
+    ap.add_argument("--bmv2-repeat", type=int, default=3, help="BMv2 side by side: median of R")
+    ap.add_argument("--bmv2-seconds", type=float, default=0.3, help="BMv2 side by side: s a run")
+    ap.add_argument(
+        "--only", default="aggregation,forwarding,p4runtime,bmv2", help="figures to run"
+    )
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args(argv)
     only = set(args.only.split(","))
+    if "bmv2" in only:
+        side_by_side(args)
     agg: dict[str, float | str] = {}
     if "aggregation" in only:
         engines = floor.switch_engines() if args.engines is None else args.engines.split(",")
@@ -333,6 +354,25 @@ def main(argv: list[str] | None = None) -> int:
         f"(ratio to the no-op RPC {results['writes_batched_ratio']})"
     )
     return 0
+
+
+def side_by_side(args: argparse.Namespace) -> None:
+    """The BMv2 side by side (bench/sidebyside.py), printed as a table or as JSON."""
+    ks = [int(k) for k in args.bmv2_ks.split(",") if k]
+    default_ks = [int(k) for k in args.bmv2_default_ks.split(",") if k]
+    try:
+        rows, note = sidebyside.run(ks, args.agg_workers, args.agg_slots, args.bmv2_repeat,
+                                    args.bmv2_seconds, True, default_ks)  # fmt: skip
+    except sidebyside.Unavailable as err:
+        rows, note = [], f"BMv2 side by side skipped: {err}"
+    figures = sidebyside.figures(rows)
+    if args.json:
+        print(json.dumps({"bmv2_side_by_side": {"rows": figures, "note": note}}, indent=2))
+        return
+    if figures:
+        print(sidebyside.table(figures, args.agg_workers, args.agg_slots, args.bmv2_repeat))
+    if note:
+        print(note)
 
 
 def print_aggregation(agg: dict[str, float | str], args: argparse.Namespace) -> int:

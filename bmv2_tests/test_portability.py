@@ -8,7 +8,8 @@ on BMv2 ``simple_switch`` as written (issue 22 found three ways ours could not b
 - commands the runner hands to ``simple_switch_CLI`` unchanged (``register_write``,
   ``mc_node_create``, ...) carry decimal numbers: the CLI rejects ``0x...`` ("must be an
   integer");
-- only commands the runner knows (it silently ignores others, so their effect would be lost).
+- only commands the runner knows (it silently ignores others, so their effect would be lost),
+  and our action-profile commands in the ``profile_*`` files (bmv2_stf.py runs those).
 
 README.md says which parts were split into a test of their own for these reasons.
 """
@@ -44,7 +45,8 @@ RUNNER_PASSES_TO_CLI = {
 }
 # Action profiles and selectors: p4c's STF has no syntax for them, so our runner takes
 # simple_switch_CLI's act_prof_* and table_indirect_add* commands (docs/stf.md). p4c's runner
-# ignores them: the files that use them are named here, and only they may.
+# does not know them (bmv2_stf.py, which test_on_bmv2.py runs, passes them to the CLI): only
+# the profile_* files may use them.
 PROFILE_EXTENSION = {
     "act_prof_create_member",
     "act_prof_modify_member",
@@ -56,7 +58,7 @@ PROFILE_EXTENSION = {
     "table_indirect_add",
     "table_indirect_add_with_group",
 }
-NEEDS_PROFILE_EXTENSION = {"profile_members", "profile_selector"}
+NEEDS_PROFILE_EXTENSION = {name for name in CASES if name.startswith("profile_")}
 # Commands whose second word is the name of a counter, register or meter.
 NAMED = ("counter_", "register_", "meter_")
 # A decimal integer, or a meter rate:burst pair (the rate may be a float).

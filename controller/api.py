@@ -11,7 +11,9 @@
 The job table is read from the switch on first use and then kept in memory (the long-running
 ``serve`` process is the source of truth while it holds the switch; ``refresh()`` re-reads it).
 Every method is thread safe. Problems the switch reports but that do not stop an operation
-(a switch without RegisterEntry, so slots could not be cleared) are appended to ``warnings``.
+(a switch without RegisterEntry, so ``reset`` could not zero the loss thresholds) are appended
+to ``warnings``. The slot state is reached through RegisterEntry where the switch serves it,
+else through control messages on its CPU port (``slot_access``; controller/slots.py).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from . import loss as loss_mod
 from . import pipeline, program, static_config
 from . import slots as slots_mod
 from . import stats as stats_mod
-from .errors import NoPipeline, Unsupported
+from .errors import NoPipeline
 from .jobs import Job, JobTable, Member
 from .p4info import Schema
 from .p4rt import (
@@ -38,6 +40,8 @@ from .p4rt import (
     DELETE,
     ClientTls,
     Connection,
+    WriteFailed,
+    unsupported,
 )
 from .static_config import StaticConfig
 
@@ -51,8 +55,12 @@ class Controller:
         timeout: float | None = None,
         arbitrate: bool = True,
         tls: ClientTls | None = None,
+        slot_access: str = "auto",
     ) -> None:
+        """``slot_access``: "auto" (RegisterEntry if the switch serves it, else control
+        messages), "registers" or "packets" (docs/controller.md, "Slot state")."""
         self.conn = Connection(grpc_addr, device_id, election_id, timeout=timeout, tls=tls)
+        slots_mod.set_access(self.conn, slot_access)
         self.arbitrate = arbitrate
         self.lock = threading.RLock()
         self.warnings: list[str] = []
@@ -175,11 +183,7 @@ class Controller:
         with self.lock:
             schema, table = self.schema, self.jobs()
             job = table.plan(job_id, members, slot_count, slot_base, n, key, verifier)
-            if not slots_mod.clear(self.conn, schema, job.slot_base, job.slot_count):
-                self._warn(
-                    f"the switch cannot write registers (no RegisterEntry): slots "
-                    f"{job.slot_base}..{job.slot_end - 1} were not cleared"
-                )
+            slots_mod.clear(self.conn, schema, job.slot_base, job.slot_count)
             stats_mod.clear_job(self.conn, schema, job.job_index)
             jobs_mod.install(self.conn, schema, job)
             table.add(job)
@@ -192,25 +196,15 @@ class Controller:
             job = table.get(job_id)
             jobs_mod.uninstall(self.conn, schema, job)
             table.remove(job_id)
-            if not slots_mod.clear(self.conn, schema, job.slot_base, job.slot_count):
-                self._warn(
-                    f"the switch cannot write registers (no RegisterEntry): slots "
-                    f"{job.slot_base}..{job.slot_end - 1} were not cleared"
-                )
+            slots_mod.clear(self.conn, schema, job.slot_base, job.slot_count)
             return job
 
     def clear_slots(self, job_id: int) -> Job:
         """Zero the job's slot range (bitmaps and counts), as at creation: the recovery after a
-        failed call, once no worker sends. Raises ``Unsupported`` where the switch cannot
-        write registers, since the workers would then restart against stale slots."""
+        failed call, once no worker sends."""
         with self.lock:
             job = self.jobs().get(job_id)
-            if not slots_mod.clear(self.conn, self.schema, job.slot_base, job.slot_count):
-                raise Unsupported(
-                    f"the switch cannot write registers (no RegisterEntry): job {job_id}'s slots "
-                    f"{job.slot_base}..{job.slot_end - 1} cannot be cleared for recovery; "
-                    f"delete the job and create it again"
-                )
+            slots_mod.clear(self.conn, self.schema, job.slot_base, job.slot_count)
             return job
 
     # ------------------------------------------------------------------ counters, slots, loss
@@ -267,17 +261,21 @@ class Controller:
                     )
             jobs_mod.write_tolerant(self.conn, updates, "reset")
             self._table = JobTable()
-            cleared = slots_mod.clear_all(self.conn, schema)
-            if not cleared:
-                self._warn(
-                    "the switch cannot write registers (no RegisterEntry): slots and loss not cleared"
-                )
-            else:
+            path = slots_mod.clear_all(self.conn, schema)
+            # the loss thresholds are registers too, with no control message
+            loss_cleared = True
+            try:
                 loss_mod.set_loss(self.conn, schema, 0.0)
+            except WriteFailed as err:
+                if not unsupported(err):
+                    raise
+                loss_cleared = False
+                self._warn(f"the loss thresholds were not zeroed: {err}")
             stats_mod.clear_all(self.conn, schema)
             return {
                 "jobs_removed": removed,
-                "slots_cleared": cleared,
-                "loss_cleared": cleared,
+                "slots_cleared": True,
+                "slots_path": path,
+                "loss_cleared": loss_cleared,
                 "counters_cleared": True,
             }

@@ -1,6 +1,7 @@
 """``p4reduce-ctl``: the controller's command line (docs/controller.md).
 
-    p4reduce-ctl [--grpc-addr A] [--device-id D] [--election-id E] [--timeout S] [--json] COMMAND
+    p4reduce-ctl [--grpc-addr A] [--device-id D] [--election-id E] [--timeout S]
+                 [--slot-access auto|registers|packets] [--json] COMMAND
       push [PROGRAM] [--switch-ip IP --switch-mac MAC] [--host PORT:MAC]... [--route R]...
       serve [--listen HOST:PORT] [--program PROGRAM] [--switch-ip IP --switch-mac MAC]
             [--operator-token-file FILE] ...
@@ -30,7 +31,7 @@ from typing import Any
 
 from ..cli_common import OneLineArgumentParser as _OneLineParser
 from ..cli_common import StopSignals, internal_error, stdout_gone
-from . import addr, credentials, pipeline, program, render
+from . import addr, credentials, pipeline, program, render, slots
 from .api import Controller
 from .errors import ControllerError, InvalidArgument
 from .http_server import Limits, TlsConfig
@@ -164,6 +165,14 @@ def _common(p: argparse.ArgumentParser, defaults: bool) -> None:
         metavar="S",
         help=f"seconds to wait for each P4Runtime answer (default ${TIMEOUT_ENV}, else "
         f"{DEFAULT_TIMEOUT:g}; connecting waits at most {DEFAULT_CONNECT_TIMEOUT:g} s unless given)",
+    )
+    g.add_argument(
+        "--slot-access",
+        choices=slots.ACCESS,
+        default=d("auto"),
+        help="how slot state is cleared and read: RegisterEntry (registers), control messages "
+        "through the switch's CPU port (packets; simple_switch_grpc --cpu-port "
+        f"{program.CPU_PORT}), or registers where the switch serves them (auto, the default)",
     )
     g.add_argument(
         "--grpc-ca",
@@ -429,7 +438,13 @@ def _controller(args: argparse.Namespace, arbitrate: bool) -> Controller:
             raise InvalidArgument("--grpc-cert and --grpc-key go together")
         tls = ClientTls(args.grpc_ca, args.grpc_cert, args.grpc_key)
     ctl = Controller(
-        args.grpc_addr, args.device_id, args.election_id, args.timeout, arbitrate, tls=tls
+        args.grpc_addr,
+        args.device_id,
+        args.election_id,
+        args.timeout,
+        arbitrate,
+        tls=tls,
+        slot_access=args.slot_access,
     )
     ctl.connect(connect_timeout=args.timeout)
     return ctl

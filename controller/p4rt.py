@@ -165,6 +165,13 @@ class Connection:
         self._in: queue.Queue[Any] = queue.Queue()
         self._call: Any = None
         self._reader: threading.Thread | None = None
+        # PacketIn payloads from the stream (and StreamErrors about our PacketOuts), for
+        # the control messages of controller/cells.py; only while arbitrated
+        self.packets: queue.Queue[bytes | str] = queue.Queue()
+        # one exchange of control messages at a time: each takes every answer off the queue
+        self.packet_lock = threading.Lock()
+        # does the target serve RegisterEntry? None: not probed yet (controller/slots.py)
+        self.register_access: bool | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def connect(self, arbitrate: bool = True, connect_timeout: float | None = None) -> Connection:
@@ -269,10 +276,18 @@ class Connection:
     def _read_stream(self) -> None:
         try:
             for msg in self._call:
-                if msg.WhichOneof("update") == "arbitration":
+                kind = msg.WhichOneof("update")
+                if kind == "arbitration":
                     self._in.put(msg)
                     status = msg.arbitration.status.code
                     self.primary = status == grpc.StatusCode.OK.value[0]
+                elif kind == "packet":
+                    self.packets.put(bytes(msg.packet.payload))
+                elif kind == "error" and msg.error.WhichOneof("details") == "packet_out":
+                    e = msg.error
+                    self.packets.put(
+                        f"{code_name(e.canonical_code)}: {' '.join(e.message.split())}"
+                    )
         except grpc.RpcError as err:
             if err.code() != grpc.StatusCode.CANCELLED:
                 self._in.put(err)
@@ -280,6 +295,18 @@ class Connection:
             return
         self._in.put(None)
         self.primary = False
+
+    # ------------------------------------------------------------------ packet I/O
+    def packet_out(self, payload: bytes) -> None:
+        """Send one PacketOut (no metadata: the p4reduce programs have no controller header),
+        injected by the switch on its CPU port. A connection made without arbitration
+        (a read-only command) becomes primary first: P4Runtime takes PacketOut from the
+        primary only, and sends it the PacketIn answers."""
+        if self._call is None:
+            self._arbitrate()
+        req = p4runtime_pb2.StreamMessageRequest()
+        req.packet.payload = payload
+        self._out.put(req)
 
     # ------------------------------------------------------------------ RPCs
     def write(self, updates: Iterable[tuple[int, Any]], what: str = "write") -> None:
@@ -396,6 +423,14 @@ def translate(err: Any, what: str, conn: Connection) -> ControllerError:
         return SwitchError(
             f"{what}: not the primary controller of device {conn.device_id} "
             f"(election id {conn.election_id}): {details}"
+        )
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "metadata size" in details:
+        # gRPC dropped the answer: the per-update errors of a large refused Write exceeded
+        # its 16 KiB metadata limit; what they said is lost
+        return WriteFailed(
+            f"{what}: the switch refused the request and its per-update errors overflowed "
+            f"gRPC's metadata limit ({details})",
+            [(code.name, details)],
         )
     errors = _details(err)
     failed = [(c, m) for c, m in errors if c != "OK"]

@@ -57,6 +57,13 @@ MAX_PORT = 511
 COUNT_MASK = 0x3F
 COUNT_HAS_DATA = 0x80
 NEXT_END = 0xFFFFFFFF
+# control messages (docs/protocol.md, "Control messages")
+MSG_CONTROL = 3
+CTL_CLEAR = 1
+CTL_PEEK = 2
+CPU_PORT = 510  # CPU_PORT_NUMBER: the switch must be started with --cpu-port 510
+FLAG_RESULT = 0x1
+FLAG_NO_PAYLOAD = 0x2
 # the nonfinite register's bits per cell (docs/protocol.md, "Non-finite values")
 NONFINITE_BITS = {0x1: "nan", 0x2: "+inf", 0x4: "-inf"}
 

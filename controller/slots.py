@@ -5,8 +5,12 @@ Registers (docs/protocol.md, "Switch state"): ``bitmaps[slot]`` (set 0 in bits 3
 payload"), ``exponents``, ``nonfinite`` (the OR of the contributions' NaN/±Inf bits),
 ``next_min`` (sparse) and the lanes ``acc0..acc{K-1}``.
 
-P4Runtime's RegisterEntry is not in simple_switch_grpc (PI issue #376): there, clearing answers
-UNIMPLEMENTED, which ``clear`` reports by returning False, and reading fails with that error.
+Two ways to them (docs/controller.md, "Slot state"): P4Runtime's RegisterEntry where the
+target serves it (the embedded switch), else control messages through the CPU port
+(controller/cells.py). simple_switch_grpc answers UNIMPLEMENTED to RegisterEntry (PI issue
+#376); one small probe finds that out per connection (``Connection.register_access``), before
+any large write could be refused update by update (thousands of per-update errors overflow
+gRPC's 16 KiB limit on the error metadata).
 """
 
 from __future__ import annotations
@@ -16,34 +20,71 @@ from typing import Any
 
 from p4reduce.proto import p4runtime_pb2
 
-from . import program
+from . import cells, program
 from .errors import InvalidArgument
 from .jobs import Job
 from .p4info import Schema, decode
 from .p4rt import MODIFY, Connection, WriteFailed, unsupported
 
 PER_INDEX_LIMIT = 2048  # read at most this many cells one by one; beyond, read the whole array
+ACCESS = ("auto", "registers", "packets")  # how the controller reaches the slot state
 
 
-def clear(conn: Connection, schema: Schema, base: int, count: int) -> bool:
+def set_access(conn: Connection, access: str) -> None:
+    """``auto``: probe the target; ``registers`` / ``packets``: use that path only."""
+    if access not in ACCESS:
+        raise InvalidArgument(f"slot access {access!r}: one of {', '.join(ACCESS)}")
+    conn.register_access = None if access == "auto" else access == "registers"
+
+
+def _refused(conn: Connection, err: WriteFailed) -> bool:
+    """Is this the target refusing RegisterEntry as such? Then remember it for the connection."""
+    if unsupported(err):
+        conn.register_access = False
+        return True
+    return False
+
+
+def registers_served(conn: Connection, schema: Schema) -> bool:
+    """Does the target serve RegisterEntry? Probed once per connection with a read of one
+    cell (reads change nothing)."""
+    if conn.register_access is None:
+        try:
+            conn.read([schema.register_entry(program.BITMAPS, 0)], "probe RegisterEntry")
+        except WriteFailed as err:
+            if not _refused(conn, err):
+                raise
+        else:
+            conn.register_access = True
+    return conn.register_access
+
+
+def clear(conn: Connection, schema: Schema, base: int, count: int) -> str:
     """Zero the bitmaps and counts of slots base..base+count-1: with every bitmap zero the next
     contribution to a cell is its first, which overwrites the exponent, next_min and lanes.
-    Returns False when the switch cannot write registers (simple_switch_grpc)."""
+    Returns the path taken: "registers", or "packets" (control messages, which zero the
+    whole cells)."""
     bitmaps = schema.register(program.BITMAPS).id
     counts = schema.register(program.COUNTS).id
     zero = b"\x00"
-    updates = []
-    for s in range(base, base + count):
-        updates.append((MODIFY, _cell(bitmaps, s, zero)))
+    what = f"clear slots {base}..{base + count - 1}"
+    if conn.register_access is not False:
+        # the probe is the clear's first update: one refused update, never thousands
+        try:
+            conn.write([(MODIFY, _cell(bitmaps, base, zero))], what)
+        except WriteFailed as err:
+            if not _refused(conn, err):
+                raise
+        else:
+            conn.register_access = True
+    if not conn.register_access:
+        cells.clear(conn, base, count)
+        return "packets"
+    updates = [(MODIFY, _cell(bitmaps, s, zero)) for s in range(base + 1, base + count)]
     for c in range(2 * base, 2 * (base + count)):
         updates.append((MODIFY, _cell(counts, c, zero)))
-    try:
-        conn.write(updates, f"clear slots {base}..{base + count - 1}")
-    except WriteFailed as err:
-        if unsupported(err):
-            return False
-        raise
-    return True
+    conn.write(updates, what)
+    return "registers"
 
 
 def _cell(register_id: int, index: int, value: bytes) -> Any:
@@ -53,20 +94,19 @@ def _cell(register_id: int, index: int, value: bytes) -> Any:
     return msg
 
 
-def clear_all(conn: Connection, schema: Schema) -> bool:
-    """Zero every slot register, lanes included (wildcard writes: no index = every cell)."""
+def clear_all(conn: Connection, schema: Schema) -> str:
+    """Zero every slot register, lanes included (wildcard writes: no index = every cell; or
+    a clear message for each of the pool's cells). Returns the path taken."""
+    if not registers_served(conn, schema):
+        cells.clear(conn, 0, program.POOL_SLOTS)
+        return "packets"
     names = [program.BITMAPS, program.COUNTS, program.EXPONENTS]
     for optional in (program.NONFINITE, program.NEXT_MIN):
         if schema.has_register(optional):
             names.append(optional)
     names += [program.ACC.format(i) for i in range(program.lanes(schema))]
-    try:
-        conn.write([(MODIFY, schema.register_entry(n, None, 0)) for n in names], "clear slots")
-    except WriteFailed as err:
-        if unsupported(err):
-            return False
-        raise
-    return True
+    conn.write([(MODIFY, schema.register_entry(n, None, 0)) for n in names], "clear slots")
+    return "registers"
 
 
 def read_cells(conn: Connection, schema: Schema, name: str, start: int, count: int) -> list[int]:
@@ -155,6 +195,14 @@ def read(
             f"slots {first}..{first + count - 1} are outside job {job.job_id}'s 0..{job.slot_count - 1}"
         )
     base = job.slot_base + first
+    if not registers_served(conn, schema):
+        return _from_cells(
+            job,
+            first,
+            count,
+            cells.peek(conn, base, count, program.lanes(schema) if values else 0),
+            schema,
+        )
     bitmaps = read_cells(conn, schema, program.BITMAPS, base, count)
     counts = read_cells(conn, schema, program.COUNTS, 2 * base, 2 * count)
     exps = read_cells(conn, schema, program.EXPONENTS, 2 * base, 2 * count)
@@ -180,23 +228,62 @@ def read(
     for i in range(count):
         st = SlotState(first + i, base + i)
         for s in (0, 1):
-            word = (bitmaps[i] >> (32 * s)) & 0xFFFFFFFF
-            ranks = [r for r in range(32) if word >> r & 1]
             c = 2 * i + s
-            cnt = counts[c] & program.COUNT_MASK
             st.sets.append(
-                CellState(
-                    set=s,
-                    ranks=ranks,
-                    missing=[r for r in range(job.n) if r not in ranks],
-                    count=cnt,
-                    has_data=bool(counts[c] & program.COUNT_HAS_DATA),
-                    exponent=exps[c],
-                    complete=cnt >= job.n,
-                    next_min=nexts[c] if nexts is not None else None,
-                    nonfinite=nfs[c] if nfs is not None else None,
-                    values=[_signed32(lane[c]) for lane in lanes] if lanes is not None else None,
+                _cell_state(
+                    job,
+                    s,
+                    (bitmaps[i] >> (32 * s)) & 0xFFFFFFFF,
+                    counts[c],
+                    exps[c],
+                    nexts[c] if nexts is not None else None,
+                    nfs[c] if nfs is not None else None,
+                    [lane[c] for lane in lanes] if lanes is not None else None,
                 )
             )
         out.append(st)
     return out
+
+
+def _from_cells(
+    job: Job, first: int, count: int, got: dict[tuple[int, int], cells.Cell], schema: Schema
+) -> list[SlotState]:
+    """SlotStates from control answers (cells.peek), as ``read`` builds them from registers."""
+    sparse = schema.has_register(program.NEXT_MIN)
+    out = []
+    for i in range(count):
+        pool_slot = job.slot_base + first + i
+        st = SlotState(first + i, pool_slot)
+        for s in (0, 1):
+            c = got[(pool_slot, s)]
+            st.sets.append(_cell_state(job, s, c.bitmap_word, c.count, c.exponent,
+                                       c.next if sparse else None, c.nonfinite,
+                                       list(c.lanes) if c.lanes is not None else None))  # fmt: skip
+        out.append(st)
+    return out
+
+
+def _cell_state(
+    job: Job,
+    s: int,
+    word: int,
+    count_byte: int,
+    exponent: int,
+    next_min: int | None,
+    nonfinite: int | None,
+    lanes: list[int] | None,
+) -> CellState:
+    ranks = [r for r in range(32) if word >> r & 1]
+    cnt = count_byte & program.COUNT_MASK
+    return CellState(
+        set=s,
+        ranks=ranks,
+        missing=[r for r in range(job.n) if r not in ranks],
+        count=cnt,
+        has_data=bool(count_byte & program.COUNT_HAS_DATA),
+        exponent=exponent,
+        complete=cnt >= job.n,
+        next_min=next_min,
+        nonfinite=nonfinite,
+        values=[_signed32(v) for v in lanes] if lanes is not None else None,
+    )

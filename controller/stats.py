@@ -9,7 +9,7 @@ from typing import Any
 
 from . import program
 from .p4info import Schema
-from .p4rt import MODIFY, Connection
+from .p4rt import MODIFY, Connection, WriteFailed, unsupported
 
 DROP_REASONS = (
     "unknown_sender",
@@ -104,10 +104,22 @@ def clear_job(conn: Connection, schema: Schema, job_index: int) -> None:
 
 
 def clear_all(conn: Connection, schema: Schema) -> None:
-    conn.write(
-        [
-            (MODIFY, schema.counter_entry(program.JOB_COUNTERS, None, zero=True)),
-            (MODIFY, schema.counter_entry(program.EGRESS_COUNTERS, None, zero=True)),
-        ],
-        "clear counters",
-    )
+    """Zero every counter: one wildcard write per counter array, or, where the target refuses
+    wildcard counter writes (simple_switch_grpc: "not supported for indirect counters yet"),
+    one write per index."""
+    names = (program.JOB_COUNTERS, program.EGRESS_COUNTERS)
+    try:
+        conn.write(
+            [(MODIFY, schema.counter_entry(n, None, zero=True)) for n in names], "clear counters"
+        )
+    except WriteFailed as err:
+        if not unsupported(err):
+            raise
+        conn.write(
+            [
+                (MODIFY, schema.counter_entry(n, i, zero=True))
+                for n in names
+                for i in range(schema.counter(n).size)
+            ],
+            "clear counters",
+        )

@@ -70,7 +70,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--ratio", type=float, default=0.02,
                    help="fraction of blocks kept per step; adaptive: the start (0.02)")  # fmt: skip
     p.add_argument("--selection", choices=("local", "agreed"), default="local",
-                   help="top-k selection rule (local)")  # fmt: skip
+                   help="top-k selection rule (local); agreed: every worker the same "
+                   "blocks, from this step's energies summed over the workers")  # fmt: skip
     p.add_argument("--mode", choices=("auto", "dense", "sparse", "allgather"), default="auto",
                    help="collective of the compressed gradient; auto: the cost model (auto)")  # fmt: skip
     p.add_argument("--warmup-steps", type=int, default=5,

@@ -11,6 +11,7 @@
 #include "include/parser.p4"
 #include "include/checksum.p4"
 #include "include/local_address.p4"
+#include "include/control_message.p4"
 #include "include/admission.p4"
 #include "include/ingress_loss.p4"
 #include "include/bitmap.p4"
@@ -28,6 +29,7 @@
 
 control SwitchIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
     LocalAddress() local_address;
+    ControlMessage() control_message;
     Admission(MSG_SPARSE) admission;
     IngressLoss() loss;
     WorkerBitmap() bitmap;
@@ -45,11 +47,17 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta, inout standard
         if (hdr.ipv4.isValid()) {
             local_address.apply(hdr, meta);
         }
-        if (meta.to_switch == 1) {
+        if (hdr.agg.isValid()) {
+            /* the controller's clear / peek of one cell, from the CPU port only */
+            control_message.apply(hdr, meta, sm);
+        }
+        if (meta.to_switch == 1 || meta.from_controller == 1) {
             if (hdr.agg.isValid()) {
-                admission.apply(hdr, meta, sm);
-                if (meta.event == EV_NONE) {
-                    loss.apply(meta, sm);
+                if (meta.from_controller == 0) {
+                    admission.apply(hdr, meta, sm);
+                    if (meta.event == EV_NONE) {
+                        loss.apply(meta, sm);
+                    }
                 }
                 if (meta.event == EV_NONE) {
                     /* Each step is one read-modify-write of its registers at this cell. */

@@ -117,7 +117,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def _summary(args: argparse.Namespace) -> dict[str, Any]:
-    keys = ("workers", "elements", "dtype", "mode", "density", "loss", "seed", "k", "slots")
+    keys = ("workers", "elements", "dtype", "mode", "density", "loss", "seed", "k", "slots",
+            "switch")  # fmt: skip
     return {k: getattr(args, k) for k in keys}
 
 
@@ -128,6 +129,8 @@ def _human(r: dict[str, Any]) -> str:
         what += f", density {r['density']:g}"
     if r["loss"] > 0:
         what += f", loss {r['loss']:g}"
+    if r.get("switch", "embedded") != "embedded":
+        what += f", on {r['switch']}"
     if r["dtype"] == "int32":
         acc = "exact" if r["max_abs_error"] == 0 else f"{r['mismatches']} elements differ"
     else:

@@ -13,6 +13,12 @@ same training summed by gloo.
    tolerance of ``testbed/ddp_bound.py`` (docs/demo.md derives it). Aggregation statistics
    per step come from the backend, the switch's own counters from ``p4reduce-ctl stats``.
 
+With ``--switch bmv2`` step 2 is ``testbed.bmv2.Bmv2Stack`` instead: the real BMv2
+(``simple_switch_grpc``, the program compiled by ``p4c``) with each rank of step 3 in a
+network namespace of its own, its UDP socket on the namespace's data address (a veth on a
+BMv2 port) and the rendezvous and the registration service on a management bridge. The
+gloo reference stays on loopback: it needs no switch.
+
 Every process started is stopped on the way out, also on Ctrl-C.
 """
 
@@ -31,6 +37,8 @@ import numpy as np
 
 from .. import resources
 from ..free_port import free_port
+from .bmv2 import Bmv2Stack
+from .bmv2 import missing as bmv2_missing
 from .ddp_bound import param_tolerance
 from .local import LocalStack, StackError
 from .ranks import Ranks, RanksError
@@ -81,6 +89,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="elements per packet, compiled into the switch's program (64)")  # fmt: skip
     p.add_argument("--timeout", type=float, default=180.0,
                    help="each training run must finish within this many seconds (180)")  # fmt: skip
+    p.add_argument("--switch", choices=("embedded", "bmv2"), default="embedded",
+                   help="embedded: p4reduce-switch on loopback (default); bmv2: "
+                   "simple_switch_grpc, each rank in a network namespace on one of its ports "
+                   "(needs root, p4c and BMv2)")  # fmt: skip
     p.add_argument("--json", action="store_true",
                    help="print only one JSON line: the verdict and the figures")  # fmt: skip
 
@@ -114,15 +126,22 @@ class Demo:
     def run(self) -> dict[str, Any]:
         a = self.args
         t0 = time.perf_counter()
+        if a.switch == "bmv2" and (why := bmv2_missing()):
+            raise DemoError(why)  # before the gloo run, not after it
         with tempfile.TemporaryDirectory(prefix="p4reduce-demo-") as tmp:
             work = Path(tmp)
             ref = self.reference(work)
-            # the ranks bind these ports themselves; nothing else on 127.0.0.1 is expected to
-            # take a just-freed port in the seconds before they do
-            peers = [("127.0.0.1", free_port("udp")) for _ in range(a.workers)]
-            with LocalStack(
-                a.workers, "dense", k=a.k, peers=peers, workdir=work / "stack", log=self.log
-            ) as stack:
+            stack: LocalStack | Bmv2Stack
+            if a.switch == "bmv2":
+                stack = Bmv2Stack(a.workers, "dense", k=a.k, workdir=work / "stack", log=self.log)
+            else:
+                # the ranks bind these ports themselves; nothing else on 127.0.0.1 is expected
+                # to take a just-freed port in the seconds before they do
+                peers = [("127.0.0.1", free_port("udp")) for _ in range(a.workers)]
+                stack = LocalStack(
+                    a.workers, "dense", k=a.k, peers=peers, workdir=work / "stack", log=self.log
+                )
+            with stack:
                 run, switch = self.on_switch(work, stack, ref)
             ref_params = np.load(work / "gloo.npy").astype(np.float64)
             p4_params = np.load(work / "p4reduce.npy").astype(np.float64)
@@ -139,13 +158,21 @@ class Demo:
         return summary
 
     def on_switch(
-        self, work: Path, stack: LocalStack, ref: dict[str, Any]
+        self, work: Path, stack: LocalStack | Bmv2Stack, ref: dict[str, Any]
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         a = self.args
         argv = self.train_argv(
             "p4reduce", work / "p4reduce.npy", "--url", stack.url, "--job-id", str(JOB_ID)
         )
-        ports = [{"P4REDUCE_UDP_PORT": str(port)} for _, port in stack.worker_addresses()]
+        where: dict[str, Any] = {}
+        if isinstance(stack, Bmv2Stack):
+            # each rank in its host namespace: data address on a BMv2 port, rendezvous at
+            # rank 0's management address
+            ports = [stack.rank_env(r) for r in range(a.workers)]
+            where = {"rank_prefix": [h.enter() for h in stack.hosts],
+                     "master_addr": stack.hosts[0].mgmt_ip}  # fmt: skip
+        else:
+            ports = [{"P4REDUCE_UDP_PORT": str(port)} for _, port in stack.worker_addresses()]
         self.log(f"{a.workers} workers start: DDP over the torch.distributed backend p4reduce")
 
         def check() -> str | None:
@@ -154,7 +181,9 @@ class Demo:
                     return f"{part.name} exited unexpectedly: {part.error()}"
             return None
 
-        summary = self.train("p4reduce", work / "p4reduce", argv, ports, check, ref["losses"])
+        summary = self.train(
+            "p4reduce", work / "p4reduce", argv, ports, check, ref["losses"], **where
+        )
         switch = stack.ctl("stats")
         return summary, switch
 
@@ -166,11 +195,13 @@ class Demo:
         rank_env: list[dict[str, str]] | None,
         check: Callable[[], str | None] | None,
         ref_losses: list[float] | None = None,
+        **where: Any,
     ) -> dict[str, Any]:
-        """Run the ranks of the ``name`` run; show rank 0's steps; return its summary line."""
+        """Run the ranks of the ``name`` run; show rank 0's steps; return its summary line.
+        ``where``: ``Ranks.start``'s ``rank_prefix`` and ``master_addr``."""
         summary: dict[str, Any] | None = None
         with Ranks(work) as ranks:
-            ranks.start(argv, self.args.workers, rank_env=rank_env)
+            ranks.start(argv, self.args.workers, rank_env=rank_env, **where)
             try:
                 for line in ranks.follow(self.args.timeout + 30, check=check):
                     if not line.startswith("{"):
@@ -224,6 +255,7 @@ class Demo:
             "lr": a.lr,
             "batch": a.batch,
             "seed": a.seed,
+            "switch_kind": a.switch,
             "median_step_seconds": run["median_step_seconds"],
             "gloo_median_step_seconds": ref["median_step_seconds"],
             "aggregation_per_step": run.get("stats_per_step"),
@@ -304,9 +336,10 @@ def run_demo(args: argparse.Namespace) -> int:
             print(f"[{time.perf_counter() - t0:5.1f} s] {msg}", flush=True)
 
     if not args.json:
+        switch = "BMv2 (simple_switch_grpc)" if args.switch == "bmv2" else "the embedded P4 switch"
         print(
-            f"{prog}: DDP training with {args.workers} workers, gradients summed by the embedded "
-            "P4 switch, checked against gloo",
+            f"{prog}: DDP training with {args.workers} workers, gradients summed by {switch}, "
+            "checked against gloo",
             flush=True,
         )
     try:

@@ -73,26 +73,33 @@ class Ranks:
         *,
         rank_env: Sequence[dict[str, str]] | None = None,
         env: dict[str, str] | None = None,
+        rank_prefix: Sequence[Sequence[str]] | None = None,
+        master_addr: str = "127.0.0.1",
     ) -> None:
         """Start ``argv`` as ranks 0..n-1, in ``env`` (default: ours) plus the rendezvous
-        variables plus ``rank_env[r]``."""
+        variables plus ``rank_env[r]``. ``rank_prefix[r]``: a command that rank r runs under
+        (``nsenter --net=... --``: rank r in a network namespace of its own, with
+        ``master_addr`` rank 0's address there, as ``p4reduce demo --switch bmv2`` does)."""
         if self.ranks:
             raise RanksError("ranks already started")
         if rank_env is not None and len(rank_env) != n:
             raise RanksError(f"{len(rank_env)} rank environments for {n} ranks")
+        if rank_prefix is not None and len(rank_prefix) != n:
+            raise RanksError(f"{len(rank_prefix)} rank command prefixes for {n} ranks")
         self.dir.mkdir(parents=True, exist_ok=True)
-        port = free_port("tcp")
+        port = free_port("tcp")  # in a namespace of rank 0's own, also free there
         base = dict(os.environ if env is None else env)
-        base.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE=str(n),
+        base.update(MASTER_ADDR=master_addr, MASTER_PORT=str(port), WORLD_SIZE=str(n),
                     LOCAL_WORLD_SIZE=str(n))  # fmt: skip
         for r in range(n):
             e = dict(base, RANK=str(r), LOCAL_RANK=str(r))
             if rank_env is not None:
                 e.update(rank_env[r])
             out, err = self.dir / f"{self.name}{r}.out", self.dir / f"{self.name}{r}.err"
+            prefix = list(rank_prefix[r]) if rank_prefix is not None else []
             with open(out, "wb") as fo, open(err, "wb") as fe:
                 popen = subprocess.Popen(
-                    list(argv), env=e, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe
+                    [*prefix, *argv], env=e, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe
                 )
             self.ranks.append(Rank(r, popen, out, err))
 

@@ -40,7 +40,8 @@ HALVES: dict[str, list[str]] = {
     ],
     "network": [
         "tests/testbed", "tests/torch", "tests/host_e2e", "tests/host", "tests/process",
-        "tests/p4runtime", "tests/integration", "tests/packaging",
+        "tests/p4runtime", "tests/integration", "tests/oracle", "tests/bmv2_controller",
+        "tests/packaging",
     ],
 }  # fmt: skip
 

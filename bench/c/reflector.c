@@ -10,9 +10,20 @@
  *       with one peer it answers a worker's protocol engine like a one-worker switch. Others
  *       are dropped. Runs until stdin closes or SIGTERM.
  *
+ *   reflector rawserve mcast|echo FD,FD,...
+ *       The same floor on raw interfaces (bench/sidebyside.py, veth pairs): the inherited
+ *       descriptors are AF_PACKET sockets, each bound to one of the N switch-side interfaces.
+ *       mcast: every N-th IPv4 frame received (on any of them) is sent, unchanged, out of all
+ *       N, as the switch multicasts a slot's result; echo: every IPv4 frame goes back out of
+ *       the interface it came in on (a port-to-port forwarding). Prints "ready 0"; runs
+ *       until stdin closes or SIGTERM.
+ *
  *   reflector client IP:PORT FILE ROUNDS WINDOW FD,FD,...
  *       The load generator: N workers, one already bound UDP socket each (inherited file
- *       descriptors, the addresses the switch knows). FILE holds, per worker, CYCLE
+ *       descriptors, the addresses the switch knows). With "raw" for IP:PORT the descriptors
+ *       are AF_PACKET sockets bound to the workers' interfaces, FILE holds whole Ethernet
+ *       frames, and only IPv4 frames count as results (nothing else the kernel may put on
+ *       a link, such as IPv6 neighbour discovery). FILE holds, per worker, CYCLE
  *       aggregation packets of LEN bytes (header: uint32 N, CYCLE, LEN, little-endian);
  *       worker r sends packet r[t % CYCLE] for rounds t = 0 .. ROUNDS-1, at most WINDOW
  *       rounds ahead of the results it has received. Prints one JSON line: seconds, packets
@@ -136,12 +147,83 @@ static int serve(int port, char *peers_text) {
     }
 }
 
+static int is_ipv4(const uint8_t *frame, unsigned len) {
+    return len >= 14 && frame[12] == 0x08 && frame[13] == 0x00;
+}
+
+static int rawserve(const char *mode, char *fds_text) {
+    int fds[MAXW], n = 0, echo = !strcmp(mode, "echo");
+    if (!echo && strcmp(mode, "mcast")) {
+        fprintf(stderr, "reflector: rawserve mode %s: mcast or echo\n", mode);
+        return 2;
+    }
+    for (char *tok = strtok(fds_text, ","); tok && n < MAXW; tok = strtok(NULL, ","))
+        fds[n++] = atoi(tok);
+    printf("ready 0\n");
+    fflush(stdout);
+    static uint8_t data[BATCH][MAXLEN];
+    struct mmsghdr rm[BATCH];
+    struct iovec riov[BATCH];
+    static struct mmsghdr sm[MAXW][BATCH];
+    static struct iovec siov[MAXW][BATCH];
+    int ns[MAXW];
+    uint64_t count = 0;
+    struct pollfd pf[MAXW + 1];
+    for (int p = 0; p < n; p++) pf[p] = (struct pollfd){.fd = fds[p], .events = POLLIN};
+    pf[n] = (struct pollfd){.fd = 0, .events = POLLIN};
+    for (;;) {
+        if (poll(pf, n + 1, -1) < 0) {
+            if (errno == EINTR) continue;
+            die("poll");
+        }
+        if (pf[n].revents) return 0; /* stdin closed: the bench is done */
+        for (int in = 0; in < n; in++) {
+            if (!(pf[in].revents & POLLIN)) continue;
+            for (int i = 0; i < BATCH; i++) {
+                riov[i] = (struct iovec){data[i], MAXLEN};
+                rm[i].msg_hdr = (struct msghdr){.msg_iov = &riov[i], .msg_iovlen = 1};
+            }
+            int got = recvmmsg(fds[in], rm, BATCH, MSG_DONTWAIT, NULL);
+            if (got <= 0) continue;
+            memset(ns, 0, sizeof ns);
+            for (int i = 0; i < got; i++) {
+                if (!is_ipv4(data[i], rm[i].msg_len)) continue;
+                if (echo) {
+                    siov[in][ns[in]] = (struct iovec){data[i], rm[i].msg_len};
+                    sm[in][ns[in]].msg_hdr = (struct msghdr){.msg_iov = &siov[in][ns[in]],
+                                                             .msg_iovlen = 1};
+                    ns[in]++;
+                    continue;
+                }
+                if (++count % n) continue;
+                for (int p = 0; p < n; p++) {
+                    siov[p][ns[p]] = (struct iovec){data[i], rm[i].msg_len};
+                    sm[p][ns[p]].msg_hdr = (struct msghdr){.msg_iov = &siov[p][ns[p]],
+                                                           .msg_iovlen = 1};
+                    ns[p]++;
+                }
+            }
+            for (int p = 0; p < n; p++)
+                for (int off = 0; off < ns[p];) {
+                    int r = sendmmsg(fds[p], sm[p] + off, ns[p] - off, 0);
+                    if (r < 0) {
+                        if (errno == EINTR) continue;
+                        off++; /* a full queue: that copy is lost, as on a switch */
+                        continue;
+                    }
+                    off += r;
+                }
+        }
+    }
+}
+
 /* ---------------------------------------------------------------------------- client */
 
 static int client(const char *target_text, const char *file, long rounds, int window,
                   char *fds_text) {
     struct sockaddr_in target;
-    if (parse_addr(target_text, &target)) {
+    int raw = !strcmp(target_text, "raw"); /* bound packet sockets: no destination address */
+    if (!raw && parse_addr(target_text, &target)) {
         fprintf(stderr, "reflector: bad target %s\n", target_text);
         return 2;
     }
@@ -175,7 +257,8 @@ static int client(const char *target_text, const char *file, long rounds, int wi
             while (sent[r] + k < rounds && sent[r] + k - got[r] < window && k < BATCH) {
                 uint8_t *p = pkts + ((size_t)r * cycle + (size_t)((sent[r] + k) % cycle)) * len;
                 siov[k] = (struct iovec){p, len};
-                sm[k].msg_hdr = (struct msghdr){.msg_name = &target, .msg_namelen = sizeof target,
+                sm[k].msg_hdr = (struct msghdr){.msg_name = raw ? NULL : &target,
+                                                .msg_namelen = raw ? 0 : sizeof target,
                                                 .msg_iov = &siov[k], .msg_iovlen = 1};
                 k++;
             }
@@ -198,6 +281,11 @@ static int client(const char *target_text, const char *file, long rounds, int wi
                 rm[i].msg_hdr = (struct msghdr){.msg_iov = &riov[i], .msg_iovlen = 1};
             }
             int g = recvmmsg(fds[r], rm, BATCH, MSG_DONTWAIT, NULL);
+            if (raw && g > 0) { /* count results only: IPv4 frames */
+                int ip = 0;
+                for (int i = 0; i < g; i++) ip += is_ipv4(sink[i], rm[i].msg_len);
+                g = ip;
+            }
             if (g > 0) {
                 if (got[r] < rounds && got[r] + g >= rounds) done++;
                 got[r] += g;
@@ -224,10 +312,12 @@ static int client(const char *target_text, const char *file, long rounds, int wi
 int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
     if (argc == 4 && !strcmp(argv[1], "serve")) return serve(atoi(argv[2]), argv[3]);
+    if (argc == 4 && !strcmp(argv[1], "rawserve")) return rawserve(argv[2], argv[3]);
     if (argc == 7 && !strcmp(argv[1], "client"))
         return client(argv[2], argv[3], atol(argv[4]), atoi(argv[5]), argv[6]);
     fprintf(stderr,
             "usage: reflector serve PORT IP:PORT,...\n"
-            "       reflector client IP:PORT FILE ROUNDS WINDOW FD,...\n");
+            "       reflector rawserve mcast|echo FD,...\n"
+            "       reflector client IP:PORT|raw FILE ROUNDS WINDOW FD,...\n");
     return 2;
 }

@@ -3,7 +3,9 @@ cost model's choice of collective, independent of how the collective is carried 
 
 One step of one tensor (a DDP bucket, a numpy array) is
 
-    plan = topk.prepare(key, grad)          # select, split off the residual, pick a path
+    plan = topk.prepare(key, grad)          # accumulate, select, split, pick a path
+    if plan.energies is not None:           # agreed selection: agree on the blocks first
+        plan = topk.agree(plan, <the workers' sum of plan.energies>)
     summed = <collective>(plan)             # the workers' sum of plan.payload (switch) or
                                             # of the pairs (allgather: pack / unpack_sum)
     mean = topk.complete(plan, summed, seconds)
@@ -12,18 +14,25 @@ One step of one tensor (a DDP bucket, a numpy array) is
 zeroed, followed by a *telemetry tail* that every worker adds to the same collective:
 
     [kept energy, total energy, seconds of this worker's previous collective,
-     the non-finite overflow flag,
-     (agreed selection only) the energy of each block of residual + gradient]
+     the non-finite overflow flag]
 
 Summed, it gives every worker the same figures: the fraction of energy the step kept (the
-policy's input), the workers' mean collective time (the cost model's), and the aggregated
-block energies from which the agreed rule picks the next step's blocks. Because every
+policy's input) and the workers' mean collective time (the cost model's). Because every
 decision (ratio, blocks for the agreed rule, path) is a function of aggregated values only,
 every worker decides alike and the workers' tensors keep one shape.
 
-Warm-up steps (``warmup_steps``), and an agreed step without a previous aggregated result,
-send everything (ratio 1) through the dense path; they also give the cost model its first
-measurement of the dense path.
+The agreed rule selects from the block energies of *this* step's accumulators, summed
+over the workers by a small dense collective of B elements (``plan.energies``) before the
+payload's. It once selected from the previous step's energies (carried in the tail, the
+step's gradient standing in for the next one) and did not train (issue 36): every block
+was sent one step after it became the largest, and that one step of delay in the error
+feedback loop let stale residuals grow and overshoot (22.8 % on digits where dense gets
+96 %). Top-k with error feedback needs the contraction of the *current* accumulator: the
+blocks sent must hold at least keep/B of its energy, which no forecast of the next
+gradient guarantees.
+
+Warm-up steps (``warmup_steps``) send everything (ratio 1) through the dense path; they
+also give the cost model its first measurement of the dense path.
 
 NaN and ±Inf propagate as the uncompressed path gives them (docs/compression.md,
 "Non-finite gradients"): a block of K elements that holds one on any worker comes back
@@ -109,7 +118,7 @@ class Plan:
     path: str
     """"dense", "sparse" or "allgather"."""
     compressed: bool
-    """False for a warm-up (or first agreed) step, which sends everything."""
+    """False for a warm-up step, which sends everything."""
     ratio: float
     size: int
     blocks: int
@@ -124,6 +133,17 @@ class Plan:
     """Blocks of this worker's tensor that hold NaN or ±Inf (0: a finite gradient)."""
     prior_residual: np.ndarray | None = field(default=None, repr=False)
     """The residual before this step: restored when the step turns out non-finite."""
+    energies: np.ndarray | None = field(default=None, repr=False)
+    """Agreed selection before ``agree``: this worker's block energies of its accumulator
+    (float32, B elements, finite) to be summed over the workers; None otherwise."""
+    acc: np.ndarray | None = field(default=None, repr=False)
+    """Agreed selection before ``agree``: the accumulator (gradient + residual)."""
+    keep: int = 0
+    """Blocks the ratio keeps besides ``always`` (compressed steps)."""
+    fixed: np.ndarray | None = field(default=None, repr=False)
+    """The blocks sent every step (``always``)."""
+    bits: np.ndarray | None = field(default=None, repr=False)
+    """Agreed selection before ``agree``: the non-finite bits of each block."""
 
     @property
     def selected(self) -> int:
@@ -140,6 +160,7 @@ class TensorState:
     feedback: ErrorFeedback
     step: int = 0
     agreed_energy: np.ndarray | None = field(default=None, repr=False)
+    """The workers' summed block energies of the last agreed step's accumulators."""
     union: int | None = None
     """Blocks non-zero in the previous aggregated result (the next union's estimate)."""
     last_seconds: float = 0.0
@@ -225,30 +246,27 @@ class BlockTopK:
         if always is not None and np.asarray(always).shape != (nb,):
             raise ValueError(f"always has shape {np.asarray(always).shape}, expected ({nb},)")
         agreed = cfg.selection == "agreed"
-        tail = TAIL_SCALARS + (nb if agreed else 0)
         prior = st.feedback.residual
         acc = st.feedback.accumulate(g)
         bits = nonfinite_bits(blocks_of(acc, k))
         bad = bits != 0
         energy = block_energy(acc, k)
         if bad.any():
-            energy[bad] = 0.0  # the tail stays finite: its sums are every worker's figures
-        warm = st.step < cfg.warmup_steps or (agreed and st.agreed_energy is None)
+            energy[bad] = 0.0  # the sums every worker agrees on stay finite
+        warm = st.step < cfg.warmup_steps
         ratio = 1.0 if warm else st.policy.ratio
         fixed = np.zeros(nb, dtype=bool) if always is None else np.array(always, dtype=bool)
         keep = 0
-        if warm:
-            mask = np.ones(nb, dtype=bool)
-        else:
+        if not warm:
             free = nb - int(fixed.sum())
             keep = keep_count(ratio, free) if free else 0
-            mask = select(st.agreed_energy if agreed else energy, keep, fixed)
-        selected = int(mask.sum())
+        # agreed: exactly the agreed blocks travel, as many on every worker
+        selected = nb if warm else min(nb, int(fixed.sum()) + keep)
         if agreed or warm:
             union = selected
         else:
             union = st.union if st.union is not None else min(nb, self.n * selected)
-        tail_blocks = -(-tail // k)
+        tail_blocks = -(-TAIL_SCALARS // k)
         vols = volumes(
             blocks=nb + tail_blocks,
             slots=self.slots,
@@ -256,7 +274,7 @@ class BlockTopK:
             selected=selected,
             n=self.n,
             k=k,
-            extra=tail + 0,
+            extra=TAIL_SCALARS,
         )
         if warm:
             path = "dense"
@@ -264,40 +282,7 @@ class BlockTopK:
             path = cfg.mode
         else:
             path = st.cost.choose(vols, self.paths)
-        overflow = False
-        if bad.any() and not warm:
-            if path == "allgather":
-                # The message holds the same number of blocks on every worker: the
-                # non-finite ones go first; what does not fit raises the overflow flag.
-                base = st.agreed_energy if agreed else energy
-                mask = select(np.where(bad, np.inf, base), keep, fixed)
-                overflow = not mask[bad].all()
-            else:
-                mask |= bad  # the switch paths take any number of blocks
-        sent, rest = st.feedback.split(acc, expand(mask, k, g.size))
-        payload = np.zeros(nb * k + tail, dtype=np.float32)
-        payload[: g.size] = sent
-        if bad.any():
-            # A non-finite block travels whole as NaN or its one infinity, so that any sum
-            # of blocks (the switch's OR of the bits, numpy's element-wise sum on the
-            # allgather path) gives what the uncompressed path gives for the block.
-            carried = bad & mask
-            payload[: nb * k].reshape(nb, k)[carried] = _fill(bits[carried])[:, None]
-            if cfg.error_feedback:
-                st.feedback.residual = prior  # the step is void: keep the residual clean
-        t = payload[nb * k :]
-        t[0] = min(energy[mask].sum(), _F32_MAX)
-        t[1] = min(energy.sum(), _F32_MAX)
-        t[2] = st.last_seconds
-        t[TAIL_OVERFLOW] = np.nan if overflow else 0.0
-        if agreed:
-            # The energy of the next step's accumulator as far as it is known now: what is
-            # left plus this step's gradient (a proxy for the next one).
-            nxt = rest + g if cfg.error_feedback else g
-            e = block_energy(nxt, k)
-            e[~np.isfinite(e)] = 0.0
-            t[TAIL_SCALARS:] = np.minimum(e, _F32_MAX)
-        return Plan(
+        plan = Plan(
             key,
             st.step,
             path,
@@ -305,19 +290,94 @@ class BlockTopK:
             ratio,
             g.size,
             nb,
-            tail,
-            mask,
-            payload,
+            TAIL_SCALARS,
+            np.ones(nb, dtype=bool),
+            np.zeros(0, dtype=np.float32),
             vols,
             nonfinite=int(bad.sum()),
             prior_residual=prior,
+            keep=keep,
+            fixed=fixed,
         )
+        if agreed and not warm:
+            # Select only once every worker's energies are known (``agree``).
+            plan.acc = acc
+            plan.energies = np.minimum(energy, _F32_MAX).astype(np.float32)
+            plan.mask = np.zeros(nb, dtype=bool)
+            plan.bits = bits
+            return plan
+        mask = np.ones(nb, dtype=bool) if warm else select(energy, keep, fixed)
+        return self._finish(plan, acc, bits, mask, energy, energy)
+
+    def agree(self, plan: Plan, summed_energies: np.ndarray) -> Plan:
+        """Agreed selection: select the blocks from the workers' sum of ``plan.energies``
+        (identical on every worker, so the masks are too), split the accumulator and fill
+        the payload. Returns ``plan``, ready for its collective."""
+        if plan.energies is None or plan.acc is None:
+            raise ValueError("agree: the plan has no energies to agree on (not agreed or done)")
+        e = np.ravel(np.asarray(summed_energies)).astype(np.float64)
+        if e.shape != (plan.blocks,):
+            raise ValueError(f"agree: {e.size} summed energies, the plan has {plan.blocks} blocks")
+        e[~np.isfinite(e)] = 0.0
+        st = self.states[plan.key]
+        st.agreed_energy = e
+        assert plan.fixed is not None
+        mask = select(e, plan.keep, plan.fixed)
+        assert plan.bits is not None
+        acc, bits, own = plan.acc, plan.bits, plan.energies.astype(np.float64)
+        plan.acc = plan.bits = plan.energies = None
+        return self._finish(plan, acc, bits, mask, own, e)
+
+    def _finish(
+        self,
+        plan: Plan,
+        acc: np.ndarray,
+        bits: np.ndarray,
+        mask: np.ndarray,
+        energy: np.ndarray,
+        ranking: np.ndarray,
+    ) -> Plan:
+        """Split ``acc`` by ``mask`` (non-finite blocks added), fill the payload and its
+        tail. ``energy``: this worker's block energies; ``ranking``: those the mask was
+        chosen by (the allgather path re-selects by them with the non-finite blocks first)."""
+        st, k, nb = self.states[plan.key], self.k, plan.blocks
+        bad = bits != 0
+        overflow = False
+        if bad.any() and plan.compressed:
+            if plan.path == "allgather":
+                # The message holds the same number of blocks on every worker: the
+                # non-finite ones go first; what does not fit raises the overflow flag.
+                assert plan.fixed is not None
+                mask = select(np.where(bad, np.inf, ranking), plan.keep, plan.fixed)
+                overflow = not mask[bad].all()
+            else:
+                mask = mask | bad  # the switch paths take any number of blocks
+        sent, _rest = st.feedback.split(acc, expand(mask, k, plan.size))
+        payload = np.zeros(nb * k + plan.tail, dtype=np.float32)
+        payload[: plan.size] = sent
+        if bad.any():
+            # A non-finite block travels whole as NaN or its one infinity, so that any sum
+            # of blocks (the switch's OR of the bits, numpy's element-wise sum on the
+            # allgather path) gives what the uncompressed path gives for the block.
+            carried = bad & mask
+            payload[: nb * k].reshape(nb, k)[carried] = _fill(bits[carried])[:, None]
+            if self.config.error_feedback:
+                st.feedback.residual = plan.prior_residual  # void: keep the residual clean
+        t = payload[nb * k :]
+        t[0] = min(energy[mask].sum(), _F32_MAX)
+        t[1] = min(energy.sum(), _F32_MAX)
+        t[2] = st.last_seconds
+        t[TAIL_OVERFLOW] = np.nan if overflow else 0.0
+        plan.mask, plan.payload = mask, payload
+        return plan
 
     def complete(self, plan: Plan, summed: np.ndarray, seconds: float | None = None) -> np.ndarray:
         """The workers' mean of the tensor from the summed payload (float32, ``plan.size``
         elements); feeds the policy, the cost model and the agreed rule. ``seconds``: the
         collective's time on this worker (default: since ``prepare``)."""
         s = np.ravel(summed)
+        if plan.energies is not None:
+            raise ValueError("complete: an agreed plan needs agree() before its collective")
         if s.shape != plan.payload.shape:
             raise ValueError(f"summed payload has {s.size} elements, the plan {plan.payload.size}")
         st = self.states[plan.key]
@@ -339,8 +399,6 @@ class BlockTopK:
             st.nonfinite_steps += 1
             if self.config.error_feedback:
                 st.feedback.residual = plan.prior_residual
-        elif self.config.selection == "agreed":
-            st.agreed_energy = t[TAIL_SCALARS:].copy()
         if not nonfinite:
             st.union = int(np.count_nonzero(blocks_of(grad, k).any(axis=1)))
         st.last_seconds = (time.monotonic() - plan.t0) if seconds is None else float(seconds)

@@ -61,8 +61,11 @@ def allreduce_topk(
     """The workers' mean of ``grad`` (float32) after block top-k with error feedback: a
     new array of ``grad``'s shape. Every worker calls it with the same keys in the same
     order."""
-    plan = topk.prepare(key, grad, always)
     t0 = time.monotonic()
+    plan = topk.prepare(key, grad, always)
+    if plan.energies is not None:
+        # agreed selection: the workers' block energies first (B elements, dense)
+        plan = topk.agree(plan, session.allreduce(plan.energies, op="sum", mode="dense"))
     if plan.path == "allgather":
         if allgather is None:
             raise ValueError("the allgather path was chosen but no allgather was given")

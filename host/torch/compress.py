@@ -156,6 +156,11 @@ def topk_hook(state: TopKHookState, bucket: dist.GradBucket) -> torch.futures.Fu
             return work.get_future().then(lambda fut: fut.value()[0].div_(n))
         grad = buf.detach().to("cpu").contiguous().numpy()
         plan = state.topk.prepare(bucket.index(), grad, state.always(bucket, buf))
+        if plan.energies is not None:
+            # Agreed selection: the workers' block energies of this step first (a dense
+            # call of B elements; it waits, in order, for the buckets submitted before).
+            summed = state.endpoint.session.allreduce(plan.energies, op="sum", mode="dense")
+            plan = state.topk.agree(plan, summed)
         if plan.path == "allgather":
             return _allgather(state, plan, buf)
         return _switch(state, plan, buf, what)

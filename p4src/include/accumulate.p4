@@ -23,7 +23,9 @@ control Accumulate(inout headers_t hdr, in metadata_t meta) {
 
     apply {
         bit<32> keep = meta.first == 1 ? 32w0 : 32w0xFFFFFFFF;
-        bit<32> add = meta.dup == 1 || !hdr.data.isValid() ? 32w0 : 32w0xFFFFFFFF;
+        /* a control message never adds its elements: a clear zeroes, a peek reads */
+        bit<32> add = meta.dup == 1 || meta.from_controller == 1 || !hdr.data.isValid()
+                      ? 32w0 : 32w0xFFFFFFFF;
         if (!hdr.data.isValid()) {
             /* header-only: give the elements a defined value before they are masked away */
             hdr.data.setValid();

@@ -17,7 +17,7 @@ control Admission(inout headers_t hdr, inout metadata_t meta, in standard_metada
     bit<8>  rank = 0;
     bit<16> slot_base = 0;
     bit<16> slot_count = 0;
-    bit<32> key = 0;
+    bit<32> registered_key = 0;
 
     /* One entry per worker of every job, installed by the controller. */
     action admit(bit<8> job_index, bit<8> worker_rank, bit<8> n_workers, bit<32> worker_bit,
@@ -29,7 +29,7 @@ control Admission(inout headers_t hdr, inout metadata_t meta, in standard_metada
         slot_base = base;
         slot_count = count;
         meta.mgid = mgid;
-        key = job_key;
+        registered_key = job_key;
     }
     action unknown_sender() {
         meta.event = EV_UNKNOWN_SENDER;
@@ -47,14 +47,15 @@ control Admission(inout headers_t hdr, inout metadata_t meta, in standard_metada
 
     apply {
         workers.apply();
-        if (meta.event == EV_NONE && hdr.agg.key != key) {
+        if (meta.event == EV_NONE && hdr.agg.key != registered_key) {
             meta.event = EV_BAD_KEY;
         }
         if (meta.event == EV_NONE) {
             bool has_payload = (hdr.agg.flags & FLAG_NO_PAYLOAD) == 0;
             bit<16> udp_len = has_payload ? UDP_LEN_FULL : UDP_LEN_EMPTY;
             bit<32> frame_len = has_payload ? FRAME_LEN_FULL : FRAME_LEN_EMPTY;
-            /* the sparse program also takes dense messages: one job can use both modes */
+            /* the sparse program also takes dense messages: one job can use both modes; a
+             * MSG_CONTROL is malformed here (it is taken from the CPU port only) */
             if ((hdr.agg.msgType != msg_type && hdr.agg.msgType != MSG_DENSE)
                     || (hdr.agg.flags & (FLAG_RESULT | FLAG_RETRANSMIT | FLAG_END)) != 0
                     || (has_payload && !hdr.data.isValid())

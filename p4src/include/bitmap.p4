@@ -17,8 +17,19 @@ control WorkerBitmap(in headers_t hdr, inout metadata_t meta) {
         bit<32> other = hdr.agg.set == 0 ? pair[63:32] : pair[31:0];
         meta.first = mine == 0 ? 1w1 : 1w0;
         meta.dup = (mine & meta.worker_bit) != 0 ? 1w1 : 1w0;
+        if (meta.op == OP_CLEAR) {
+            /* empty word: every later step takes the "first" way, writing its zero */
+            mine = 0;
+            meta.first = 1;
+        } else if (meta.op == OP_PEEK) {
+            /* as a duplicate: every later step only reads */
+            meta.first = 0;
+            meta.dup = 1;
+        }
+        /* a control message has worker_bit 0: these change nothing for it */
         mine = mine | meta.worker_bit;
         other = other & ~meta.worker_bit;
+        meta.bitmap_word = mine;
         pair = hdr.agg.set == 0 ? other ++ mine : mine ++ other;
         bitmaps.write(meta.slot_abs, pair);
     }

@@ -14,12 +14,15 @@ control Completion(in headers_t hdr, inout metadata_t meta) {
         bit<8> c;
         counts.read(c, meta.cell);
         bit<8> data_bit = (hdr.agg.flags & FLAG_NO_PAYLOAD) == 0 ? COUNT_HAS_DATA : 8w0;
-        if (meta.first == 1) {
+        if (meta.op == OP_CLEAR) {
+            c = 0;
+        } else if (meta.first == 1) {
             c = data_bit | 8w1;
         } else if (meta.dup == 0) {
             c = (c | data_bit) + 8w1;
         }
         counts.write(meta.cell, c);
+        meta.count = c;
         meta.complete = (c & COUNT_MASK) == meta.n_workers ? 1w1 : 1w0;
         meta.has_data = (c & COUNT_HAS_DATA) != 0 ? 1w1 : 1w0;
     }

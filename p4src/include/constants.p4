@@ -32,6 +32,7 @@ const bit<8>  RESULT_TTL = 64;
 /* The aggregation header (docs/protocol.md, "Frame layout"). */
 const bit<4> MSG_DENSE  = 1;
 const bit<4> MSG_SPARSE = 2;
+const bit<4> MSG_CONTROL = 3;  /* the controller's CLEAR / PEEK of one cell: CPU port only */
 const bit<4> FLAG_RESULT     = 0x1;  /* set by the switch on every result */
 const bit<4> FLAG_NO_PAYLOAD = 0x2;  /* no element payload follows (zero block / exponent only) */
 const bit<4> FLAG_RETRANSMIT = 0x4;  /* a result unicast in answer to a retransmission */
@@ -39,10 +40,27 @@ const bit<4> FLAG_END        = 0x8;  /* sparse: the slot's stream has ended (min
 const bit<32> NEXT_END = 0xFFFFFFFF;
 /* The `nonfinite` byte: the sender's block held NaN / +Inf / -Inf (bits 7..3 reserved, sent 0).
  * The switch ORs the byte over the contributions; the hosts turn such a block into NaN (NF_NAN,
- * or both infinities) or the one infinity. */
-const bit<8> NF_NAN     = 0x1;
-const bit<8> NF_POS_INF = 0x2;
-const bit<8> NF_NEG_INF = 0x4;
+ * or both infinities) or the one infinity.
+ * The switch only ORs the byte, so these are for the hosts and the docs (macros: no program
+ * uses them, and p4c warns about unused constants). */
+#define NF_NAN     0x1
+#define NF_POS_INF 0x2
+#define NF_NEG_INF 0x4
+
+/* Control messages (docs/protocol.md, "Control messages"): a MSG_CONTROL packet that enters on
+ * the CPU port (P4Runtime PacketOut) names one cell with its set and its absolute pool slot;
+ * the op is in the rank field. The switch answers every one on the CPU port (PacketIn) with
+ * the cell's state after the op. The same message from any other port is malformed. */
+#ifndef CPU_PORT_NUMBER
+#define CPU_PORT_NUMBER 510
+#endif
+const bit<9> CPU_PORT = CPU_PORT_NUMBER;
+typedef bit<2> control_op_t;
+const control_op_t OP_NONE  = 0;   /* an aggregation packet */
+const control_op_t OP_CLEAR = 1;   /* zero the cell: its bitmap word, count, exponent, ..., lanes */
+const control_op_t OP_PEEK  = 2;   /* read the cell, change nothing */
+const bit<8> CTL_CLEAR = 1;        /* the rank field's values */
+const bit<8> CTL_PEEK  = 2;
 
 /* Sizes in bytes, for the length checks and the lengths of results. */
 #define AGG_HEADER_BYTES 24

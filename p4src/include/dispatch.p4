@@ -31,7 +31,18 @@ control ResultDispatch(inout headers_t hdr, inout metadata_t meta,
     }
 
     apply {
-        if (meta.dup == 0 && meta.complete == 0) {
+        if (meta.from_controller == 1) {
+            /* the answer to a control message: the cell's state after the op, back to the
+             * controller (docs/protocol.md, "Control messages"); exponent, nonfinite, next
+             * and the lanes are already in the packet */
+            hdr.agg.flags = hdr.agg.flags | FLAG_RESULT;
+            hdr.agg.block = meta.bitmap_word;
+            hdr.agg.key = (bit<32>)meta.count;
+            if ((hdr.agg.flags & FLAG_NO_PAYLOAD) != 0) {
+                hdr.data.setInvalid();
+            }
+            sm.egress_spec = CPU_PORT;
+        } else if (meta.dup == 0 && meta.complete == 0) {
             meta.event = EV_CONTRIBUTION;
         } else if (meta.dup == 1 && meta.complete == 0) {
             meta.event = EV_DUPLICATE;

@@ -47,7 +47,7 @@ header udp_h {
 
 /* The aggregation header: 24 bytes, big-endian (docs/protocol.md, "Aggregation header"). */
 header agg_h {
-    bit<4>  msgType;   /* MSG_DENSE or MSG_SPARSE */
+    bit<4>  msgType;   /* MSG_DENSE, MSG_SPARSE or MSG_CONTROL */
     bit<4>  flags;     /* FLAG_RESULT | FLAG_NO_PAYLOAD | FLAG_RETRANSMIT | FLAG_END */
     bit<8>  rank;      /* sender's rank in the job, 0..31 */
     bit<16> jobId;     /* the job, as registered with the controller */
@@ -95,6 +95,10 @@ struct metadata_t {
     bit<1>  flooded;       /* ordinary traffic flooded: never back out of its ingress port */
     bit<1>  ip_changed;    /* the IPv4 header was rewritten: recompute its checksum */
     event_t event;         /* what happened to an aggregation packet (constants.p4) */
+    bit<1>  from_controller; /* a control message from the CPU port (control_message.p4) */
+    control_op_t op;       /* its op: OP_CLEAR or OP_PEEK; OP_NONE for aggregation */
+    bit<32> bitmap_word;   /* the cell's bitmap word after the update (control answers) */
+    bit<8>  count;         /* the cell's count byte after the update (control answers) */
 }
 
 #endif

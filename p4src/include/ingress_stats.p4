@@ -1,6 +1,6 @@
 /* One counter update per aggregation packet, job_counters[job index * 16 + event], and the
  * drop for every event that does not send a result. Unknown senders count under job index 0
- * (their job is not known). */
+ * (their job is not known). Control messages are not counted. */
 #ifndef P4REDUCE_INGRESS_STATS_P4
 #define P4REDUCE_INGRESS_STATS_P4
 
@@ -10,9 +10,17 @@ control IngressStats(in metadata_t meta, inout standard_metadata_t sm) {
     counter(JOB_COUNTERS, CounterType.packets) job_counters;
 
     apply {
-        job_counters.count(((bit<32>)meta.job_index << 4) | (bit<32>)meta.event);
-        if (meta.event != EV_COMPLETION && meta.event != EV_RETRANSMIT_ANSWERED) {
-            mark_to_drop(sm);
+        if (meta.from_controller == 1) {
+            /* the controller's own messages are not job traffic: not counted; an answered
+             * one leaves for the CPU port, a malformed one is dropped */
+            if (meta.event != EV_NONE) {
+                mark_to_drop(sm);
+            }
+        } else {
+            job_counters.count(((bit<32>)meta.job_index << 4) | (bit<32>)meta.event);
+            if (meta.event != EV_COMPLETION && meta.event != EV_RETRANSMIT_ANSWERED) {
+                mark_to_drop(sm);
+            }
         }
     }
 }

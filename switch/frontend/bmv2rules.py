@@ -13,7 +13,8 @@ from ..p4include import INCLUDE_DIR
 from . import ast as A
 from . import types as T
 from .checker import CheckedProgram, Checker, TableChecker
-from .cpbuild import iter_nodes
+from .cpbuild import iter_nodes, referenced_decls
+from .cpbuild_names import expr_text
 from .errors import CompileError
 
 
@@ -35,15 +36,17 @@ def check_bmv2(
             _header_has_one_varbit(d, checked)
             _header_is_whole_bytes(d, checked)
     _package_types(checked)
+    _no_for_in_loops(user_decls)
     for d in user_decls:
         if isinstance(d, A.ControlDecl):
             _control_rules(d)
     if not emit_externs:
         _user_externs(user_decls)
+    else:
+        _user_extern_values(user_decls)
     if not runtime_divmod:
         _division_at_compile_time(user_decls)
     _register_types(user_decls)
-    _v1model_version(checked)
 
 
 def is_library(d: A.Node) -> bool:
@@ -112,6 +115,7 @@ def _control_rules(control: A.ControlDecl) -> None:
                 t.pos, f"multiple LPM keys in table {control.name}.{t.name} not supported"
             )
     _tables_applied_once_per_path(control)
+    used = referenced_decls(control)
     for d in control.locals:
         if not (isinstance(d, A.Instance) and isinstance(getattr(d, "inst_type", None), T.ExternT)):
             continue
@@ -120,7 +124,8 @@ def _control_rules(control: A.ControlDecl) -> None:
             continue
         prop = "counters" if kind == "direct_counter" else "meters"
         users = [t for t in tables if _names(TableChecker.prop(t, prop), d)]
-        if kind == "direct_meter" and not users:
+        if kind == "direct_meter" and not users and id(d) in used:
+            # p4c removes an unused declaration before this check (only warning 'unused')
             raise CompileError(
                 d.pos,
                 f"{control.name}.{d.name}: direct meter is not associated with any "
@@ -206,6 +211,40 @@ def _user_externs(user_decls: list[A.Node]) -> None:
     _, kind, decl = found
     what = "extern function" if kind == "function" else "extern instance"
     raise CompileError(decl.pos, f"{decl.name}: unknown {what}")
+
+
+def _no_for_in_loops(user_decls: list[A.Node]) -> None:
+    """p4c-bm2-ss 1.2.5 has no JSON for ``for (T x in collection)``: "BMV2 does not support
+    for-in loops" at the first one (three-clause ``for`` loops it unrolls or converts)."""
+    loops = [n for n in iter_nodes(list(user_decls)) if isinstance(n, A.ForIn)]
+    if loops:
+        first = min(loops, key=lambda n: (n.pos.file, n.pos.line))
+        raise CompileError(first.pos, "BMV2 does not support for-in loops")
+
+
+def _user_extern_values(user_decls: list[A.Node]) -> None:
+    """With ``--emit-externs`` p4c's BMv2 JSON has a primitive for a call of a user extern
+    (function, or method of a user extern object) only as a statement: a call whose value
+    is used (``x = f(y)``) is p4c's "could not convert expression to Json" / "not
+    supported" (checked with p4c-bm2-ss 1.2.5 by bench/p4c_diff.py)."""
+    functions = {id(d.proto) for d in user_decls if isinstance(d, A.ExternFunction)}
+    objects = {id(d) for d in user_decls if isinstance(d, A.ExternDecl)}
+    if not functions and not objects:
+        return
+    nodes = list(iter_nodes(list(user_decls)))
+    statements = {id(n.call) for n in nodes if isinstance(n, A.CallStmt)}
+    for n in sorted((n for n in nodes if isinstance(n, A.Call)), key=lambda c: c.pos.line):
+        if id(n) in statements:
+            continue
+        target = getattr(n, "target", None)
+        if target and target[0] == "extern_function" and id(target[1]) in functions:
+            raise CompileError(n.pos, f"{expr_text(n.func)}(...): not supported")
+        if isinstance(n.func, A.Member):
+            t = getattr(n.func.expr, "type", None)
+            if isinstance(t, T.ExternT) and id(t.decl) in objects:
+                raise CompileError(
+                    n.pos, f"{expr_text(n.func.expr)}: could not convert expression to Json"
+                )
 
 
 def _tables_applied_once_per_path(control: A.ControlDecl) -> None:
@@ -339,10 +378,6 @@ def _type_text(t: A.TypeRef) -> str:
     return "type"
 
 
-# The versions of v1model.p4 that p4c's BMv2 back end knows (V1MODEL_VERSION).
-KNOWN_V1MODEL_VERSIONS = (20180101, 20200408)
-
-
 def _register_types(user_decls: list[A.Node]) -> None:
     """BMv2 registers hold bit<W> or int<W> cells (p4c: registers with other types are not
     supported), so register<struct>.read cannot fill a struct."""
@@ -360,15 +395,3 @@ def _register_types(user_decls: list[A.Node]) -> None:
                 f"{node.name}: registers with types other than bit<> or int<> are not "
                 f"supported by BMv2 (register<{cell}>)",
             )
-
-
-def _v1model_version(checked: CheckedProgram) -> None:
-    sym = checked.scope.names.get("__v1model_version")
-    if sym is None or sym.kind != "const":
-        return
-    if sym.value not in KNOWN_V1MODEL_VERSIONS:
-        known = " and ".join(str(v) for v in KNOWN_V1MODEL_VERSIONS)
-        raise CompileError(
-            sym.pos,
-            f"V1MODEL_VERSION {sym.value}: not a version of v1model.p4 (known: {known})",
-        )

@@ -7,7 +7,7 @@ from typing import Any
 
 from . import ast as A
 from . import types as T
-from .errors import CompileError, SourcePos
+from .errors import CompileError, CompileWarning, SourcePos
 from .symbols import Scope
 
 ARITH = {"+", "-", "*", "/", "%", "|+|", "|-|", "&", "|", "^"}
@@ -35,6 +35,8 @@ class CheckedProgram:
     # digests.assign_digest_names' result, kept: the names it stores on the call nodes do not
     # change, and every pipeline built from this program asks again (test suites build many)
     digest_sites: list[Any] | None = None
+    # p4c-style warnings (declarations that shadow others), in the order they were found
+    warnings: list[CompileWarning] = field(default_factory=list)
 
 
 def fail(pos: SourcePos, message: str) -> CompileError:

@@ -187,6 +187,7 @@ class CallsMixin:
     def pick_overload(
         self, candidates: list[Any], args: list[A.Argument], pos: SourcePos, name: str
     ) -> Any:
+        check_arg_names(args)
         named = {a.name for a in args if a.name}
         fitting = []
         for c in candidates:
@@ -204,6 +205,16 @@ class CallsMixin:
                     fitting.append(c)
             elif len(required) <= len(args) <= len(params):
                 fitting.append(c)
+        if not fitting and named:
+            # say which name is wrong or missing, not a count that looks right
+            params = candidates[0].params
+            unknown = sorted(named - {p.name for p in params})
+            if len(candidates) == 1 and unknown:
+                raise fail(pos, f"{name}: no parameter named {unknown[0]}")
+            if len(candidates) == 1:
+                missing = [p.name for p in params if p.name not in named and not _optional(p)]
+                raise fail(pos, f"{name}: no argument for parameter {missing[0]}")
+            raise fail(pos, f"{name}: no overload has parameters named {', '.join(sorted(named))}")
         if not fitting:
             counts = sorted({len(c.params) for c in candidates})
             raise fail(
@@ -223,14 +234,20 @@ class CallsMixin:
         pos: SourcePos,
         name: str,
     ) -> None:
-        """Match arguments to parameters, inferring type variables; check directions."""
+        """Match arguments to parameters, inferring type variables; check directions.
+
+        Named arguments are put into parameter order in ``args`` itself (see
+        ``order_named_args``), so every later pass may read a call's arguments by position.
+        """
         if any(a.name for a in args):
+            check_arg_names(args)
             by_name = {p.name: (p, t) for p, t in params}
             pairs = []
             for a in args:
                 if a.name not in by_name:
                     raise fail(a.pos, f"{name}: no parameter named {a.name}")
                 pairs.append((by_name[a.name], a))
+            order_named_args([p for p, _ in params], args)
         else:
             if len(args) > len(params):
                 raise fail(
@@ -455,3 +472,38 @@ def find_table_apply(e: A.Node | None) -> A.Call | None:
                 if found is not None:
                     return found
     return None
+
+
+def _optional(p: A.Param) -> bool:
+    return p.default is not None or any(a.name == "optional" for a in p.annotations)
+
+
+def check_arg_names(args: list[A.Argument]) -> None:
+    """p4c's rules for named arguments: all or none named, each name once."""
+    if not any(a.name for a in args):
+        return
+    seen: set[str] = set()
+    for a in args:
+        if not a.name:
+            raise fail(a.pos, "either all or none of the arguments of a call must be named")
+        if a.name in seen:
+            raise fail(a.pos, f"{a.name}: same argument name given twice")
+        seen.add(a.name)
+
+
+def order_named_args(params: list[A.Param], args: list[A.Argument]) -> None:
+    """Reorder named ``args`` (in place) into the order of ``params``.
+
+    The interpreter's and the native engine's extern lowering, P4Info and the BMv2 rules
+    read extern arguments by position (``verify_checksum``'s data is ``args[1]``), so a
+    call written ``verify_checksum(data = ..., condition = ...)`` must reach them in
+    parameter order. A parameter left out (a default or @optional one) before one that is
+    given would shift the positions: such a call keeps its written order, and only the
+    passes that bind by name (functions, actions, constructors) may read it.
+    """
+    by_name = {a.name: a for a in args}
+    ordered = [by_name[p.name] for p in params if p.name in by_name]
+    present = [p.name in by_name for p in params]
+    gap = any(not present[i] and any(present[i + 1 :]) for i in range(len(present)))
+    if not gap:
+        args[:] = ordered

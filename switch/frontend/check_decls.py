@@ -11,7 +11,7 @@ from .check_base import (
     fail,
 )
 from .check_tables import TableChecker
-from .errors import SourcePos
+from .errors import CompileWarning, SourcePos
 from .symbols import Scope, Sym
 
 
@@ -20,6 +20,7 @@ class DeclsMixin:
 
     # ================================================================= declarations
     def define(self, scope: Scope, sym: Sym) -> Sym:
+        self.check_shadowing(scope, sym.name, sym.kind, sym.pos)
         old = scope.names.get(sym.name)
         if old is not None:
             overloadable = ("function", "extern_function")
@@ -29,6 +30,24 @@ class DeclsMixin:
             raise fail(sym.pos, f"{sym.name}: duplicate declaration (previous one at {old.pos})")
         scope.names[sym.name] = sym
         return sym
+
+    def check_shadowing(self, scope: Scope, name: str, kind: str, pos: SourcePos) -> None:
+        """p4c's ResolveReferences::checkShadowing: a declaration inside a block, action,
+        control, parser, state or table whose name an enclosing scope already declares is
+        warned about (``'x' shadows 'x'``), and one that hides a parameter is an error."""
+        if scope.kind in ("global", "type", "instance") or scope.parent is None:
+            return  # top level, type parameters, abstract method bodies: p4c checks none
+        prev = scope.parent.lookup(name)
+        if prev is None or prev.pos == pos:
+            return
+        overloadable = ("function", "extern_function")
+        if kind in overloadable and prev.kind in overloadable:
+            return  # overloads, not shadowing
+        if prev.kind == "param" and kind not in ("param", "property"):
+            raise fail(pos, f"declaration of '{name}' shadows a parameter '{name}'")
+        self.warnings.append(
+            CompileWarning(pos, "shadow", f"'{name}' shadows '{prev.name}'", prev.pos)
+        )
 
     def declaration(self, d: A.Decl, scope: Scope, ctx: Context) -> None:
         method = getattr(self, "decl_" + type(d).__name__)
@@ -364,6 +383,8 @@ class DeclsMixin:
         if ctx.kind != "control":
             raise fail(d.pos, f"{d.name}: tables can only be declared in controls")
         self.define(scope, Sym("table", d.name, d.pos, T.TableT(d, d.name), d))
+        for prop in d.properties:  # p4c's table properties are declarations too
+            self.check_shadowing(Scope(scope, "table"), prop.name, "property", prop.pos)
         TableChecker(self, d, scope, ctx).check()
 
     # ================================================================= types

@@ -10,6 +10,7 @@ from .check_base import (
     Context,
     fail,
 )
+from .errors import CompileWarning
 from .symbols import Scope
 
 if TYPE_CHECKING:
@@ -62,6 +63,14 @@ class TableChecker:
                         p.value.pos,
                         f"{self.t.name}: size must be a non-negative compile-time constant",
                     )
+            elif p.name == "largest_priority_wins" and "entries" in seen:
+                # p4c: a compile-time boolean; false makes the smallest entry priority win
+                # (without entries p4c ignores the property, with a warning)
+                t = self.c.expr(p.value, self.scope, self.ctx)
+                if T.strip_newtype(t) is not T.BOOL or not isinstance(
+                    self.c.const_value(p.value, self.scope), bool
+                ):
+                    raise fail(p.value.pos, "largest_priority_wins must be a boolean expression")
             elif p.name in ("key", "actions"):
                 continue
             elif isinstance(p.value, A.Expr):
@@ -119,8 +128,9 @@ class TableChecker:
             self.key_kinds.append(k.match_kind)
 
     def entry_value_fits(self, item: A.Expr, kt: T.Type, kind: str) -> None:
-        """An lpm or optional entry value (and mask) must fit the key's width: the control
-        plane cannot hold the bits that would be cut off (p4c's BMv2 back end)."""
+        """An lpm or optional entry value (and mask) wider than the key is cut to the key's
+        width with p4c's ``[--Wwarn=overflow]`` warning (p4c 1.2.5 accepts it so: checked by
+        bench/p4c_diff.py)."""
         b = T.strip_newtype(kt)
         if not isinstance(b, T.Bits) or b.signed:
             return
@@ -131,10 +141,14 @@ class TableChecker:
             else:
                 continue
             if value < 0 or value >= 1 << b.width:
-                raise fail(
-                    part.pos,
-                    f"{self.t.name}: {kind} entry value {part.text or value} does not fit "
-                    f"in the {b.width}-bit key",
+                written = part.text or str(value)
+                part.value = value & ((1 << b.width) - 1)
+                self.c.warnings.append(
+                    CompileWarning(
+                        part.pos,
+                        "overflow",
+                        f"{b.width}w{written}: value does not fit in {b.width} bits",
+                    )
                 )
 
     @classmethod
@@ -279,6 +293,12 @@ class TableChecker:
     def entries(self, p: A.TableProperty) -> None:
         if not self.key_types and p.value:
             raise fail(p.pos, f"{self.t.name}: a table without keys cannot have entries")
+        for entry in p.value if p.is_const else []:
+            if entry.priority is not None:
+                # p4c: const entries take their priorities from their order only
+                raise fail(
+                    entry.keyset.pos, "Entry: Table with 'const' entries cannot have priorities"
+                )
         for entry in p.value:
             ks = entry.keyset
             n = len(self.key_types)
@@ -302,6 +322,13 @@ class TableChecker:
                     entry.priority.pos,
                     f"{self.t.name}: entry has a priority, but the table's keys "
                     f"({', '.join(sorted(set(self.key_kinds)))}) need none",
+                )
+            if entry.priority is None and any(e.priority is not None for e in p.value):
+                # p4c (EntryPriorities): once one entry names a priority, all must
+                raise fail(
+                    ks.pos,
+                    f"{self.t.name}: entry must have a priority (another entry of the "
+                    "table has one)",
                 )
             if entry.priority is not None:
                 self.c.expr(entry.priority, self.scope, self.ctx)

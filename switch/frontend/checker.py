@@ -28,6 +28,7 @@ from .check_parsers import ParsersMixin
 from .check_stmts import StmtsMixin
 from .check_tables import TableChecker
 from .constfold import ConstFolder
+from .errors import CompileWarning
 from .symbols import Scope
 
 __all__ = [
@@ -58,6 +59,7 @@ class Checker(DeclsMixin, ParsersMixin, StmtsMixin, ExprsMixin, CallsMixin):
         self.main: A.Instance | None = None
         # specialized generic structs, one StructT per (declaration, type arguments)
         self.struct_types: dict[tuple[int, str], T.StructT] = {}
+        self.warnings: list[CompileWarning] = []
 
     # ================================================================= entry
     def check(self) -> CheckedProgram:
@@ -67,7 +69,12 @@ class Checker(DeclsMixin, ParsersMixin, StmtsMixin, ExprsMixin, CallsMixin):
         # No `main` is not a front-end error (p4c's front end accepts such a program); the
         # compiler driver and the switch refuse it (errors.MissingMainError).
         return CheckedProgram(
-            self.program, self.globals, self.main, self.match_kinds, self.error_members
+            self.program,
+            self.globals,
+            self.main,
+            self.match_kinds,
+            self.error_members,
+            warnings=self.warnings,
         )
 
 

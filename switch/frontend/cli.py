@@ -290,6 +290,8 @@ def _execute(args: argparse.Namespace, outputs: _Outputs) -> int:
         started = time.perf_counter()
         program = compile_file(Path(args.program), options)
         _verbose(args, f"compiled {args.program} in {time.perf_counter() - started:.3f} s")
+        for warning in program.warnings:  # as p4c: on stderr, the exit status stays 0
+            _print_error(warning.format())
         _write_outputs(program, outputs, args)
         return 0
     except MissingMainError as exc:

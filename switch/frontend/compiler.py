@@ -16,7 +16,7 @@ from p4reduce.proto import p4info_pb2
 from . import bmv2rules, checker, cpbuild, ir, parser, preprocess, tofino
 from .cpmodel import ControlPlaneModel
 from .cpmodel import ControlPlaneModel as _EmptyModel
-from .errors import CompileError, MissingMainError
+from .errors import CompileError, CompileWarning, MissingMainError
 from .p4info import build_p4info, p4info_to_text
 
 # --target-profile values: bmv2 and v1model (the same thing, and the default) compile for
@@ -50,6 +50,8 @@ class CompiledProgram:
     timings: dict[str, float] = field(default_factory=dict)
     # the checked syntax tree, for in-process consumers such as the interpreter
     checked: checker.CheckedProgram | None = field(default=None, repr=False)
+    # p4c-style warnings (shadowing declarations); the command line prints them to stderr
+    warnings: list[CompileWarning] = field(default_factory=list)
 
 
 def compile_file(path: Path | str, options: CompileOptions | None = None) -> CompiledProgram:
@@ -90,4 +92,6 @@ def compile_file(path: Path | str, options: CompileOptions | None = None) -> Com
         # after every v1model/BMv2 check: a program must compile as usual first
         tofino.check_tofino(checked)
         timings["tofino"] = time.perf_counter() - t5
-    return CompiledProgram(path.stem, result_ir, info, model, timings, checked)
+    # one warning per place and message: a body checked twice must not repeat its warnings
+    warnings = list({(w.pos, w.message): w for w in checked.warnings}.values())
+    return CompiledProgram(path.stem, result_ir, info, model, timings, checked, warnings)

@@ -45,6 +45,8 @@ class ModelBuilder(TypesMixin):
         self.ids_seen: dict[int, Any] = {}
         self.table_owners: dict[str, A.TableDecl] = {}
         self.action_decls: dict[str, A.ActionDecl] = {}
+        # actions some table lists; the others are only called from an apply block
+        self.table_actions: set[str] = set()
 
     def build(self) -> ControlPlaneModel:
         main = self.checked.main
@@ -63,6 +65,12 @@ class ModelBuilder(TypesMixin):
         self.digests()
         # p4c lists actions in declaration order (core.p4's NoAction first)
         order = declaration_order(self.checked.program)
+        for action in self.actions.values():
+            if action.name not in self.table_actions:
+                # p4c's midend turns the directionless parameters of an action that is only
+                # called directly into locals (their values come from the call), so its
+                # P4Info lists none; checked against p4c-bm2-ss by bench/p4c_diff.py
+                action.params = []
         self.model.actions = sorted(
             self.actions.values(), key=lambda a: order.get(id(self.action_decls[a.name]), 0)
         )
@@ -141,7 +149,9 @@ class ModelBuilder(TypesMixin):
                     # actions called from the apply block stay in p4c's program (and P4Info);
                     # those called only from other actions are inlined away
                     self.action(target[1], "" if self.is_global(target[1]) else prefix)
-                if target and target[0] == "extern_function":
+                if target and target[0] == "extern_function" and isinstance(decl, A.ControlDecl):
+                    # p4c looks at extern function calls in controls only (a parser's
+                    # verify() leaves type_info out: bmv2_tests/parser_verify.p4)
                     self.model.touches_type_info = True
 
     # ------------------------------------------------------------------ objects
@@ -264,6 +274,7 @@ class ModelBuilder(TypesMixin):
             fn = ref.expr.func if isinstance(ref.expr, A.Call) else ref.expr
             adecl = fn.sym.decl
             aname = self.action(adecl, prefix if not self.is_global(adecl) else "")
+            self.table_actions.add(aname)
             scope = "TABLE_AND_DEFAULT"
             names = {a.name for a in ref.annotations}
             if "defaultonly" in names:
@@ -274,9 +285,8 @@ class ModelBuilder(TypesMixin):
                 CPActionRef(
                     aname,
                     scope,
-                    annotation_texts(
-                        [a for a in ref.annotations if a.name not in ("defaultonly", "tableonly")]
-                    ),
+                    # p4c keeps @tableonly/@defaultonly among the reference's annotations
+                    annotation_texts(ref.annotations),
                 )
             )
         if TableChecker.prop(d, "default_action") is None:
@@ -286,7 +296,7 @@ class ModelBuilder(TypesMixin):
             if all(r.action != "NoAction" for r in table.actions):
                 no_action = self.checked.scope.lookup("NoAction")
                 if no_action is not None and no_action.kind == "action":
-                    self.action(no_action.decl, "")
+                    self.table_actions.add(self.action(no_action.decl, ""))
                     table.actions.append(CPActionRef("NoAction", "DEFAULT_ONLY", ["defaultonly"]))
         for p in d.properties:
             if p.name == "size":

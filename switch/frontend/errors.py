@@ -80,3 +80,30 @@ def source_line(pos: SourcePos) -> str | None:
     except OSError:
         return None
     return None
+
+
+@dataclass(frozen=True)
+class CompileWarning:
+    """A p4c-style warning: printed, never fatal. ``kind`` is p4c's diagnostic name
+    (``shadow``), ``related`` the other declaration p4c shows under the message."""
+
+    pos: SourcePos
+    kind: str
+    message: str
+    related: SourcePos | None = None
+
+    def head(self) -> str:
+        return f"{self.pos}: [--Wwarn={self.kind}] warning: {self.message}"
+
+    def format(self) -> str:
+        """p4c's layout: the message and source line, then the related place and its line."""
+        lines = [self.head()]
+        for pos in (self.pos, self.related):
+            if pos is None:
+                continue
+            if pos is self.related:
+                lines.append(str(pos))
+            src = source_line(pos)
+            if src is not None:
+                lines.append(src)
+        return "\n".join(lines)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from . import ast as A
 from .errors import CompileError, SourcePos
-from .lexer import Token
+from .lexer import Token, tokenize
 
 # p4c's precedence (p4parser.ypp): comparisons bind looser than bitwise operators.
 BINARY_PRECEDENCE: dict[str, int] = {
@@ -120,7 +120,7 @@ class ParserBase:
         result = []
         while self.at("@") or self.tok.kind == "pragma":
             if self.tok.kind == "pragma":
-                result.append(A.Annotation(self.tok.pos, "pragma", self.tok.text))
+                result.append(self.pragma_annotation(self.tok))
                 self.i += 1
                 continue
             at = self.expect("@")
@@ -130,7 +130,10 @@ class ParserBase:
             self.i += 1
             ann = A.Annotation(at.pos, name_tok.text)
             if self.at("("):
-                ann.body, body_toks = self.balanced("(", ")")
+                _, body_toks = self.balanced("(", ")")
+                # p4c keeps an unstructured body as tokens and prints them one space apart
+                # (`f ( c ) , x . y`); P4Info shows that text
+                ann.body = " ".join(t.text for t in body_toks)
                 self.parse_annotation_body(ann, body_toks)
             elif self.at("["):
                 ann.body, body_toks = self.balanced("[", "]")
@@ -138,6 +141,15 @@ class ParserBase:
                 self.parse_annotation_body(ann, body_toks)
             result.append(ann)
         return result
+
+    def pragma_annotation(self, tok: Token) -> A.Annotation:
+        """``@pragma NAME TOKENS...`` is p4c's ``@NAME(TOKENS...)`` (a line of its own)."""
+        toks = [t for t in tokenize(tok.text, tok.pos.file) if t.kind != "eof"]
+        if not toks or toks[0].kind not in ("id", "kw"):
+            return A.Annotation(tok.pos, "pragma", tok.text)  # nothing to name it by
+        ann = A.Annotation(tok.pos, toks[0].text, " ".join(t.text for t in toks[1:]))
+        self.parse_annotation_body(ann, toks[1:])
+        return ann
 
     def balanced(self, open_: str, close: str) -> tuple[str, list[Token]]:
         """Consume a bracketed token run; return its inner text and tokens."""

@@ -196,6 +196,9 @@ class _Preprocessor(pcpp.Preprocessor):
         open_quote: Any = None
         for tok in iter(self.token, None):
             value = str(tok.value)
+            if tok.type in self.t_COMMENT and open_quote is None:
+                space += " "
+                continue
             if tok.type in whitespace or value in _EXTRA_SPACE:
                 # Indentation is kept for readability of -E output; between tokens one space
                 # is enough to keep them apart.
@@ -426,7 +429,9 @@ class _Preprocessor(pcpp.Preprocessor):
         return False
 
     def on_comment(self, tok: Any) -> bool:
-        return False  # comments become whitespace, as cpp without -C does
+        # Kept as tokens (p4c runs cpp with -C): render() writes one only inside a string
+        # that spans lines, where p4c's lexer keeps it as text; anywhere else it is whitespace.
+        return True
 
     def define(self, tokens: Any) -> None:
         """pcpp accepts any token as a macro name; cpp insists on an identifier."""

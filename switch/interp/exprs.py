@@ -57,6 +57,8 @@ class Ref:
 
     def member(self, name: str) -> Ref:
         lay = self.layout
+        if isinstance(lay, HeaderL) and name in lay.structs:
+            return Ref(lay.structs[name], self.stack, self.index)
         if isinstance(lay, (HeaderL, StructL)):
             return Ref(lay.fields[name], self.stack, self.index)
         if isinstance(lay, UnionL):
@@ -308,8 +310,9 @@ class ExprGen:
         bt = T.strip_newtype(t)
         if isinstance(bt, T.StructT) and bt.kind == "header":
             va, vb = next(a), next(b)
-            fa = [next(a) for _ in bt.fields]
-            fb = [next(b) for _ in bt.fields]
+            n = len(leaf_types(bt)) - 1  # struct-typed fields count by their leaves
+            fa = [next(a) for _ in range(n)]
+            fb = [next(b) for _ in range(n)]
             same = " and ".join(f"{x} == {y}" for x, y in zip(fa, fb, strict=True)) or "True"
             parts.append(f"({va} == {vb} and (not {va} or ({same})))")
         elif isinstance(bt, T.StructT):

@@ -7,14 +7,16 @@ objects bound into the generated module's namespace.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..frontend import ast as A
 from ..frontend import types as T
 from .emit import tuple_code
 from .exprs import CodegenError, Ref, bits_of, mask, wrap_code
-from .externs import Register
+from .externs import DirectMeterFactory, Register
 from .layout import HeaderL, Scalar, StackL, StructL, UnionL, is_aggregate, leaf_types
+from .tables import NO_COLOR
 
 CLONE_TYPES = {"I2E": 0, "E2E": 1}
 
@@ -258,11 +260,12 @@ class ExternCallGen:
         if cells is None:
             self.em.line(f"{self.leaf(ref, ref.layout)} = {obj}.read({idx})")
             return ""
-        # BMv2 leaves an out-of-range read at 0
+        # BMv2 leaves the destination of an out-of-range read unchanged ("Dest field was not
+        # updated"; v1model leaves it unspecified): found by the BMv2 oracle, tests/oracle
         i = self.simple(idx, "i")
-        self.em.line(
-            f"{self.leaf(ref, ref.layout)} = {cells[0]}[{i}] if 0 <= {i} < {cells[1]} else 0"
-        )
+        self.em.line(f"if 0 <= {i} < {cells[1]}:")
+        with self.em.indent():
+            self.em.line(f"{self.leaf(ref, ref.layout)} = {cells[0]}[{i}]")
         return ""
 
     def m_register_write(self, e: A.Call, obj: Any) -> str:
@@ -286,13 +289,34 @@ class ExternCallGen:
     def m_meter_execute_meter(self, e: A.Call, obj: Any) -> str:
         idx = self.val(self.arg(e, 0))
         ref = self.ref(self.arg(e, 1))
-        color = f"{obj}.execute({idx}, S[{self.std('packet_length')}], P.now_us)"
-        self.em.line(f"{self.leaf(ref, ref.layout)} = {self.color_as(color, ref)}")
+        meter = self.ns.get(obj)
+        size = getattr(meter, "size", None)
+        if not isinstance(size, int):
+            color = f"{obj}.execute({idx}, S[{self.std('packet_length')}], P.now_us)"
+            self.em.line(f"{self.leaf(ref, ref.layout)} = {self.color_as(color, ref)}")
+            return ""
+        # BMv2 updates neither the meter nor the result at an out-of-range index (v1model
+        # leaves the result unspecified; found by the BMv2 oracle, tests/oracle)
+        i = self.simple(idx, "i")
+        color = f"{obj}.execute({i}, S[{self.std('packet_length')}], P.now_us)"
+        self.em.line(f"if 0 <= {i} < {size}:")
+        with self.em.indent():
+            self.em.line(f"{self.leaf(ref, ref.layout)} = {self.color_as(color, ref)}")
         return ""
 
     def m_direct_meter_read(self, e: A.Call, obj: Any) -> str:
         ref = self.ref(self.arg(e, 0))
-        self.em.line(f"{self.leaf(ref, ref.layout)} = {self.color_as('P.color', ref)}")
+        leaf = self.leaf(ref, ref.layout)
+        factory = self.ns.get(obj)
+        slot = re.fullmatch(r"S\[(\d+)\]", leaf)
+        lay = ref.layout
+        b = bits_of(lay.type) if isinstance(lay, Scalar) else None
+        if isinstance(factory, DirectMeterFactory) and slot and b and 0 < b.width <= 64:
+            # the table writes it on every hit, as BMv2 does (found by the BMv2 oracle)
+            factory.read_target = (int(slot.group(1)), b.width)
+        self.em.line(f"if P.color != {NO_COLOR}:")  # the table missed: BMv2 writes nothing
+        with self.em.indent():
+            self.em.line(f"{leaf} = {self.color_as('P.color', ref)}")
         return ""
 
     def color_as(self, code: str, ref: Ref) -> str:

@@ -126,6 +126,9 @@ class DirectMeterFactory:
 
     def __init__(self, name: str, unit: str) -> None:
         self.name, self.unit = name, unit
+        # (slot, bits) of the field its read() writes: BMv2 (p4c's result_target) writes
+        # the colour there on every hit of the table, whichever action runs
+        self.read_target: tuple[int, int] | None = None
 
     def __call__(self) -> Any:
         cell = MeterArray(1, self.unit)

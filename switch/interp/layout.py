@@ -46,8 +46,12 @@ class PyLocal(Layout):
 class HeaderL(Layout):
     type: T.StructT
     valid: int
+    # every scalar field in wire order; a struct-typed field `p { a; b; }` is flattened into
+    # "p.a", "p.b" (as p4c's FlattenHeaders does), so extract, emit and sizes see bits only
     fields: dict[str, Scalar]
     union: UnionL | None = None  # set when the header is a member of a header union
+    # struct-typed fields as views over those scalars (`hdr.h.p` as a value, `hdr.h.p.a`)
+    structs: dict[str, StructL] = field(default_factory=dict)
 
     def slots(self) -> list[int]:
         return [self.valid] + [f.slot for f in self.fields.values()]
@@ -126,8 +130,15 @@ class Storage:
         b = T.strip_newtype(t)
         if isinstance(b, T.StructT) and b.kind == "header":
             valid = self.new_slot(False, f"{name}.$valid$", True)
-            fields = {f: self.scalar(ft, f"{name}.{f}", True) for f, ft in b.fields.items()}
-            header = HeaderL(b, valid, fields)
+            fields: dict[str, Scalar] = {}
+            structs: dict[str, StructL] = {}
+            for f, ft in b.fields.items():
+                fb = T.strip_newtype(ft)
+                if isinstance(fb, T.StructT) and fb.kind == "struct":
+                    structs[f] = self.header_struct(fb, f, name, fields)
+                else:
+                    fields[f] = self.scalar(ft, f"{name}.{f}", True)
+            header = HeaderL(b, valid, fields, structs=structs)
             for f in fields.values():
                 self.owner[f.slot] = header
             return header
@@ -150,6 +161,22 @@ class Storage:
             return TupleL([self.alloc(e, f"{name}[{i}]", in_header) for i, e in enumerate(b.elems)])
         return self.scalar(t, name, in_header)
 
+    def header_struct(
+        self, t: T.StructT, path: str, header: str, fields: dict[str, Scalar]
+    ) -> StructL:
+        """A struct-typed header field: its scalars go into ``fields`` as "path.sub" (in
+        order, so the header's wire layout is unchanged) and the StructL returned views them."""
+        subs: dict[str, Layout] = {}
+        for f, ft in t.fields.items():
+            fb = T.strip_newtype(ft)
+            if isinstance(fb, T.StructT) and fb.kind == "struct":
+                subs[f] = self.header_struct(fb, f"{path}.{f}", header, fields)
+            else:
+                leaf = self.scalar(ft, f"{header}.{path}.{f}", True)
+                fields[f"{path}.{f}"] = leaf
+                subs[f] = leaf
+        return StructL(t, subs)
+
     def scalar(self, t: T.Type, name: str, in_header: bool) -> Scalar:
         slot = self.new_slot(zero_of(t), name, in_header)
         b = T.strip_newtype(t)
@@ -169,7 +196,7 @@ def leaf_types(t: T.Type) -> list[T.Type]:
     """The types of a value's leaves, in the order ``Layout.slots`` lists them."""
     b = T.strip_newtype(t)
     if isinstance(b, T.StructT) and b.kind == "header":
-        return [T.BOOL] + list(b.fields.values())
+        return [T.BOOL] + [x for ft in b.fields.values() for x in leaf_types(ft)]
     if isinstance(b, T.StructT):
         return [x for ft in b.fields.values() for x in leaf_types(ft)]
     if isinstance(b, T.StackT):

@@ -41,16 +41,15 @@ class PacketReplicationEngine:
 
     # ------------------------------------------------------------------ multicast (CLI style)
     def mgrp_create(self, group: int) -> None:
-        if group in self.groups:
-            raise PreError(f"multicast group {group} already exists")
         if not 0 < group < 65536:
             raise PreError(f"multicast group id {group} must be in 1..65535")
-        self.groups[group] = []
+        # as BMv2's McSimplePre: creating a group that exists succeeds and keeps its nodes
+        # (found by the BMv2 oracle, tests/oracle)
+        self.groups.setdefault(group, [])
 
     def mgrp_destroy(self, group: int) -> None:
-        if group not in self.groups:
-            raise PreError(f"no multicast group {group}")
-        for h in self.groups.pop(group):
+        # as BMv2: destroying a group that does not exist succeeds
+        for h in self.groups.pop(group, []):
             self.nodes[h].group = None
 
     def drop_group(self, group: int) -> None:

@@ -15,6 +15,7 @@ from ..frontend import types as T
 from .emit import tuple_code
 from .exprs import CodegenError, ConstBinding, Ref, mask, wrap_code
 from .layout import HeaderL, Layout, PyLocal, StackL, StructL, UnionL, is_aggregate
+from .tables import NO_ACTION
 
 
 @dataclass
@@ -126,7 +127,12 @@ class StmtGen:
         pending: list[str] = []
         first = True
         for case in s.cases:
-            if isinstance(case.label, A.Default):
+            if isinstance(case.label, A.Default) and isinstance(et, T.ActionRunT):
+                # a miss that ran no action takes no case, not even default (BMv2 goes to
+                # the table's base_default_next: Table.make_indirect)
+                pending.append(f"{subject} != {NO_ACTION!r}")
+                cond = None
+            elif isinstance(case.label, A.Default):
                 cond = "True"
             elif isinstance(et, T.ActionRunT):
                 pending.append(f"{subject} == {self.action_run_id(s.expr.expr, case.label.name)!r}")

@@ -63,6 +63,11 @@ class TableGen:
         if "size" in props:
             v = Checker.const_value_static(props["size"].value)
             size = int(v) if isinstance(v, int) else size
+        elif "entries" in props and props["entries"].value and not props["entries"].is_const:
+            # p4c's BMv2 back end sizes a table with initial (non-const) entries and no size
+            # property to those entries: BMv2 refuses any more (found by the BMv2 oracle,
+            # tests/oracle; a const-entries table is left to the generator's skip list)
+            size = len(props["entries"].value)
         table = Table(
             name,
             keys,
@@ -78,7 +83,7 @@ class TableGen:
         if "implementation" in props:
             b = self.implementation(props["implementation"], name)
             if isinstance(b, ExternB) and isinstance(b.obj, ActionProfile):
-                table.profile = b.obj
+                table.make_indirect(b.obj)
                 b.obj.tables.append(table)
                 if selector_keys:
                     table.selector_fn = _Late(self.ns, self.gen_selector_fn(name, selector_keys))
@@ -102,12 +107,16 @@ class TableGen:
         if "entries" in props:
             entries: list[A.Entry] = props["entries"].value
             table.has_const_entries = props["entries"].is_const
+            # `largest_priority_wins = false`: the smallest explicit priority wins (p4c
+            # gives BMv2 the entries in that order); our tables let the highest win
+            lpw = props.get("largest_priority_wins")
+            sign = -1 if lpw is not None and Checker.const_value_static(lpw.value) is False else 1
             for i, entry in enumerate(entries):
                 matches = self.entry_matches(entry, keys)
                 aname, aargs = self.action_call_value(entry.action)
                 prio = None
                 if entry.priority is not None:
-                    prio = int(Checker.const_value_static(entry.priority))
+                    prio = sign * int(Checker.const_value_static(entry.priority))
                 elif table.needs_priority:
                     # p4c's BMv2 back end: @priority(N) or the 1-based position, lowest wins;
                     # our tables let the highest win, hence the negation

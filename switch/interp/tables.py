@@ -58,6 +58,14 @@ class TableEntry:
 
 
 KIND_MASK, KIND_RANGE = 0, 1
+NO_COLOR = 255  # P.color after a miss of a table with a direct meter: no meter ran
+# The action_run of a miss that ran no action (an indirect table without a default): no
+# action's control-plane name, so no case of a switch on action_run takes it.
+NO_ACTION = ""
+
+
+def _no_action(S: list[Any], P: Any) -> None:
+    return None
 
 
 class Table:
@@ -141,11 +149,25 @@ class Table:
         if self.const_default and not force:
             raise TableError(f"{self.name}: the default action is const and cannot be changed")
         entry = TableEntry((), "", (), 0)
-        self.bind_action(entry, action, args, default=True)
+        if action == NO_ACTION and self.profile is not None:
+            entry.fn, entry.result = _no_action, (False, NO_ACTION)
+        else:
+            self.bind_action(entry, action, args, default=True)
         self.default_entry = entry
 
     def reset_default(self) -> None:
         self.set_default(*self.initial_default, force=True)
+
+    def make_indirect(self, profile: Any) -> None:
+        """The table's entries point into ``profile`` (``implementation = ...``). Its
+        default_action is then ignored, as p4c-bm2-ss ignores it ("Target does not support
+        default_action ... due to action profiles"): BMv2's MatchTableIndirect::lookup runs
+        an empty action on a miss until the control plane sets a default, and a switch on
+        action_run takes none of its cases, ``default:`` included (the table's
+        base_default_next). ``apply`` then returns (False, NO_ACTION)."""
+        self.profile = profile
+        self.initial_default = (NO_ACTION, [])
+        self.set_default(NO_ACTION, [], force=True)
 
     def check_matches(self, matches: list[Match]) -> tuple[Match, ...]:
         if len(matches) != len(self.keys):
@@ -336,6 +358,10 @@ class Table:
             if chosen is None:  # an empty group: nothing to run, the table misses
                 entry = None
         if entry is None:
+            if self.direct_meter is not None:
+                # as BMv2: a miss executes no direct meter, and its read() in the default
+                # action leaves the destination unchanged (found by the BMv2 oracle)
+                P.color = NO_COLOR
             d = self.default_entry
             if P.trace is not None:
                 P.trace.append(f"table {self.name}: miss, default action {d.action}")
@@ -346,6 +372,9 @@ class Table:
             entry.bytes += S[self.length_slot]
         if entry.meter is not None:
             P.color = entry.meter.execute(S[self.length_slot], P.now_us)
+            target = self.direct_meter.read_target
+            if target is not None:  # BMv2 writes read()'s field on every hit
+                S[target[0]] = P.color & ((1 << target[1]) - 1)
         if chosen is not None:
             fn, call_args, result = chosen
             if P.trace is not None:

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from ..interp.builder import Pipeline
 from ..interp.externs import ActionProfile, Counter, Meter, Register, ValueSet
-from ..interp.tables import Table
+from ..interp.tables import NO_ACTION, NO_COLOR, Table
 from .cexprs import U64, Unsupported, const
 from .creroll import reroll
 from .csigns import Signs
@@ -135,6 +135,8 @@ class ProgramObjects:
         return self.cells.get(name)
 
     def action_id(self, name: str) -> int:
+        if name == NO_ACTION:
+            return 0  # no action ran (ids start at 1): an indirect table's empty default
         if name not in self.actions:
             raise Unsupported(f"the action name {name!r}")
         return self.actions[name]
@@ -746,7 +748,16 @@ def direct_code(i: int, t: Table, objs: ProgramObjects) -> list[str]:
         out.append(
             f"    if (e != &P->E->tables[{i}].def)"
             f" P->color = p4r_meter_exec(&P->E->dmtr[{i}][e->cell], {units}, P->now);"
+            f" else P->color = {NO_COLOR};"  # a miss: read() leaves its destination alone
         )
+        target = getattr(t.direct_meter, "read_target", None)
+        if target is not None:  # BMv2 writes read()'s field on every hit, whatever the action
+            slot, bits = target
+            mask = (1 << bits) - 1
+            out.append(
+                f"    if (e != &P->E->tables[{i}].def)"
+                f" S[{objs.base[slot]}] = P->color & {const(mask)};"
+            )
     return out
 
 

@@ -272,7 +272,7 @@ class NativeSwitch:
         args = split_args(d.args, self.program.objects.arg_words.get(d.action))
         args += [0] * (self._max_args() - len(args))
         arr = (U64 * len(args))(*args)
-        self.lib.p4r_table_default(self._E, i, self.program.objects.actions[d.action], arr)
+        self.lib.p4r_table_default(self._E, i, self.program.objects.action_id(d.action), arr)
 
     def push_profile(self, k: int, prof: Any) -> None:
         nm, mflat, ng, gflat = profile_words(prof, self.program.objects.actions, self._max_args())

@@ -155,7 +155,7 @@ class StfRunner:
         if isinstance(cmd, Add):
             self.add(cmd)
         elif isinstance(cmd, SetDefault):
-            table = self.table(cmd.table)
+            table = self.direct_table(cmd.table, "setdefault", "table_set_default")
             action = resolve(cmd.action, table.actions, "action")
             table.set_default(action, self.action_args(table, action, cmd.args))
         elif isinstance(cmd, CliCommand):
@@ -189,8 +189,21 @@ class StfRunner:
             matches[i] = translate_key(value, table.keys[i])
         return matches
 
+    def direct_table(self, name: str, command: str, cli: str) -> Any:
+        """A table that takes actions directly: not one with an action profile or selector,
+        whose entries point to members or groups. BMv2 refuses simple_switch_CLI's ``cli``
+        there (Invalid table operation (WRONG_TABLE_TYPE)), and so does this runner."""
+        table = self.table(name)
+        if table.profile is not None:
+            raise TranslateError(
+                f"{command} {table.name}: the table has an action profile ({table.profile.name}):"
+                " its entries point to members or groups (table_indirect_add); BMv2 refuses "
+                f"{cli} there (WRONG_TABLE_TYPE)"
+            )
+        return table
+
     def add(self, cmd: Add) -> None:
-        table = self.table(cmd.table)
+        table = self.direct_table(cmd.table, "add", "table_add")
         matches = self.matches(table, cmd.keys)
         action = resolve(cmd.action, table.actions, "action")
         args = self.action_args(table, action, cmd.args)

@@ -4,22 +4,26 @@
     p4reduce testbed [--experiment single|scaling|loss|sparsity|training|standard]
                      [--workers N[,N...]] [--bw MBIT] [--delay MS] [--loss P[,P...]]
                      [--elements M] [--mode dense|sparse] [--dtype float32|int32]
-                     [--density D[,D...]] [--switch embedded|bmv2] [--repeat R]
+                     [--density D[,D...]] [--switch embedded|bmv2|embedded,bmv2] [--repeat R]
                      [--slots S] [--retx-ms MS] [--no-gloo] [--timeout S] [--out DIR] [--json]
 
 Each experiment prints its table and summary, and writes ``DIR/NAME.csv`` and
-``DIR/NAME.png``. It needs root (Mininet) and says so in one line otherwise. Exit status: 0
+``DIR/NAME.png``. ``--switch embedded,bmv2`` runs each experiment once per switch (the
+second's files are ``NAME-bmv2.*``) and then prints their times side by side
+(``DIR/NAME-switches.csv``). It needs root (Mininet) and says so in one line otherwise. Exit status: 0
 when every result was right, 1 when one was wrong or a run failed, 2 for a bad command line.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import dataclasses
 import json
 import math
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +32,20 @@ from .experiments import EXPERIMENTS, STANDARD, Options, link_label
 from .report import table, write_csv
 from .runner import Row, run_points
 from .stack import mininet_missing
-from .switches import ENGINES, K_CHOICES, KINDS, kind, supported_ks
+from .switches import ENGINES, K_CHOICES, KINDS, SwitchKind, kind, supported_ks
+
+# BMv2 (the default simple_switch_grpc build) turns around a few hundred K = 256 aggregation
+# packets per second on the 2-core machine (docs/results.md), slower than one 10 Mbit/s link.
+# Slots sized to the link (25 there) queued up to 8 x 25 packets in front of it, longer than
+# the first retransmission timeout: retransmission storms (53 s for one 4-worker call). Its
+# jobs get this many slots unless --slots says otherwise.
+BMV2_SLOTS = 4
+# Its round trip on the loaded 2-core machine reached hundreds of milliseconds with 8 workers
+# (8 x 4 packets in, each result replicated 8 times), past the 100-200 ms first retransmission
+# timeouts meant for the embedded switch (80 ms for the loss experiment): retransmissions
+# then added load and calls took 18-60 s instead of about 4. BMv2's jobs start at this
+# timeout unless --retx-ms says otherwise.
+BMV2_RETX_MS = 1000
 
 PROG = "p4reduce testbed"
 CHOICES = (*EXPERIMENTS, "training", "tenants", "standard")
@@ -77,6 +94,17 @@ def _k_list(text: str) -> tuple[int, ...]:
     return ks
 
 
+def _switch_list(text: str) -> tuple[str, ...]:
+    names = tuple(text.split(","))
+    bad = [n for n in names if n not in KINDS]
+    if bad or len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(
+            f"switch {bad[0] if bad else text!r}: one of {', '.join(KINDS)}, or several "
+            "different ones separated by commas"
+        )
+    return names
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--experiment", "-e", choices=CHOICES, default="single", metavar="NAME",
@@ -119,9 +147,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="fraction of non-zero K-element blocks per worker (sparsity: 0.001 .. 1)",
     )  # fmt: skip
     p.add_argument(
-        "--switch", choices=KINDS, default="embedded",
+        "--switch", type=_switch_list, default=("embedded",), metavar="embedded|bmv2[,...]",
         help="embedded: p4reduce-switch (default); bmv2: simple_switch_grpc (needs it and "
-        "p4c on PATH)",
+        "p4c: /opt/p4lang or PATH); embedded,bmv2: each experiment on both, then their "
+        "times side by side",
     )  # fmt: skip
     p.add_argument(
         "--repeat", type=_number(int, 1, 1000, "repeat count"), default=None, metavar="R",
@@ -178,9 +207,18 @@ def options_of(args: argparse.Namespace) -> Options:
 
 # ---------------------------------------------------------------------- the run
 def run_experiment(
-    name: str, opts: Options, args: argparse.Namespace, say: Callable[[str], None]
+    name: str,
+    opts: Options,
+    args: argparse.Namespace,
+    say: Callable[[str], None],
+    switch: SwitchKind,
+    suffix: str = "",
 ) -> list[Row]:
-    switch = kind(args.switch, args.engine)
+    """One experiment on one switch; ``suffix`` goes into its file names."""
+    if switch.name == "bmv2":
+        opts = dataclasses.replace(
+            opts, slots=opts.slots or BMV2_SLOTS, retx_ms=opts.retx_ms or BMV2_RETX_MS
+        )
     if name == "training":
         from .training import run_training
 
@@ -201,9 +239,10 @@ def run_experiment(
         say(f"{name}: skipping K = {k}: this checkout's p4src/ builds only K = "
             f"{', '.join(map(str, usable))}")  # fmt: skip
     rows += run_points([p for p in points if p.k in usable], switch, out=args.out, log=say)
-    write_csv(rows, args.out / f"{name}.csv")
+    csv_path, png_path = args.out / f"{name}{suffix}.csv", args.out / f"{name}{suffix}.png"
+    write_csv(rows, csv_path)
     title = f"{name}: {exp.title}\n{rows[0].workers if name != 'scaling' else 'N'} workers, "
-    exp.figure(rows, args.out / f"{name}.png", title + link_label(rows))
+    exp.figure(rows, png_path, title + link_label(rows))
     if args.json:
         for r in rows:
             print(json.dumps({"experiment": name, **r.as_dict()}), flush=True)
@@ -212,8 +251,46 @@ def run_experiment(
         print(table(rows, exp.keys))
         for line in exp.summary(rows):
             print(f"  {line}")
-        print(f"  wrote {args.out / (name + '.csv')} and {args.out / (name + '.png')}", flush=True)
+        print(f"  wrote {csv_path} and {png_path}", flush=True)
     return rows
+
+
+COMPARE_KEYS = ("bw_mbit", "k", "workers", "loss", "density", "elements", "backend", "mode")
+
+
+def side_by_side(rows: Sequence[Row], labels: Sequence[str]) -> tuple[list[str], list[list[str]]]:
+    """The median ms of every point on each switch (``labels``, the rows' ``switch``), the
+    later switches also as a ratio to the first: header and cells."""
+    points: dict[tuple, dict[str, Row]] = {}
+    for r in rows:
+        points.setdefault(tuple(getattr(r, k) for k in COMPARE_KEYS), {})[r.switch] = r
+    head = ["Mbit/s", "K", "workers", "loss", "density", "elements", "backend", "mode"]
+    head += [f"ms {lb}" for lb in labels]
+    head += [f"{lb} / {labels[0]}" for lb in labels[1:]]
+    head += [f"retx {lb}" for lb in labels]
+    cells = []
+    for key, by_switch in points.items():
+        line = ["-" if v is None else f"{v:g}" if isinstance(v, float) else str(v) for v in key]
+        ms = [by_switch[lb].seconds * 1e3 if lb in by_switch else None for lb in labels]
+        line += ["-" if m is None else f"{m:.1f}" for m in ms]
+        line += [f"{m / ms[0]:.1f}" if m is not None and ms[0] else "-" for m in ms[1:]]
+        for lb in labels:
+            r = by_switch.get(lb)
+            line.append(f"{r.retransmissions:.0f}" if r and r.backend == "p4reduce" else "-")
+        cells.append(line)
+    return head, cells
+
+
+def print_side_by_side(name: str, rows: Sequence[Row], labels: Sequence[str], out: Path) -> None:
+    head, cells = side_by_side(rows, labels)
+    widths = [max(len(x) for x in col) for col in zip(head, *cells, strict=True)]
+    print(f"\n{name}: the switches side by side (median ms per call)")
+    for line in [head, *cells]:
+        print("  ".join(c.rjust(w) for c, w in zip(line, widths, strict=True)))
+    path = out / f"{name}-switches.csv"
+    with open(path, "w", newline="") as f:
+        csv.writer(f).writerows([head, *cells])
+    print(f"  wrote {path}", flush=True)
 
 
 def cmd_testbed(args: argparse.Namespace) -> int:
@@ -230,12 +307,20 @@ def cmd_testbed(args: argparse.Namespace) -> int:
         return 1
 
     try:
-        kind(args.switch, args.engine).check()
+        switches = [kind(name, args.engine) for name in args.switch]
+        for sw in switches:
+            sw.check()
         opts = options_of(args)
         names = STANDARD if args.experiment == "standard" else (args.experiment,)
         rows: list[Row] = []
         for name in names:
-            rows += run_experiment(name, opts, args, say)
+            mine: list[Row] = []
+            for i, sw in enumerate(switches):
+                suffix = f"-{sw.name}" if i else ""
+                mine += run_experiment(name, opts, args, say, sw, suffix)
+            if len(switches) > 1 and not args.json:
+                print_side_by_side(name, mine, [sw.label for sw in switches], args.out)
+            rows += mine
     except StackError as err:
         print(f"{PROG}: error: {' '.join(str(err).split())}", file=sys.stderr)
         return 1

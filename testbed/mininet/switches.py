@@ -10,22 +10,24 @@ commands drive both (docs/controller.md, "simple_switch_grpc").
   (``--engine native|python``) is passed only where ``p4reduce-switch --help`` offers the
   option, so the testbed runs on builds from before the native engine too (the Python
   interpreter, named ``python`` in the tables).
-- ``bmv2``: needs ``simple_switch_grpc`` and ``p4c`` on PATH (BMv2 loads only p4c's JSON);
-  it starts with ``--no-p4`` and gets the pipeline from ``p4reduce-ctl push``. It prints
-  no ready line, so readiness is its gRPC port accepting connections. Nothing here
-  pretends BMv2 is present: when a binary is missing, ``check`` names it.
+- ``bmv2``: needs ``simple_switch_grpc`` and ``p4c`` (BMv2 loads only p4c's JSON), found by
+  ``p4reduce.p4lang`` (/opt/p4lang, ``$P4LANG_ROOT`` or PATH); it starts with ``--no-p4``
+  and ``--cpu-port`` (the programs' CPU port, for the controller's PacketOut/PacketIn)
+  and gets the pipeline from ``p4reduce-ctl push``. It prints no ready line, so readiness
+  is its gRPC port accepting connections. Nothing here pretends BMv2 is present: when a
+  binary is missing, ``check`` names it.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-import shutil
 import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from ... import p4lang
 from ...free_port import free_port
 from ..local import StackError, command, find_p4src
 
@@ -45,6 +47,21 @@ def supported_ks() -> tuple[int, ...]:
     if m is None:
         return (64,)
     return tuple(sorted(int(v) for v in re.findall(r"\d+", m[1])))
+
+
+LEGACY_CPU_PORT = 255  # what the programs used before they defined CPU_PORT_NUMBER
+
+
+def cpu_port() -> int:
+    """The CPU port the programs are built with (``CPU_PORT_NUMBER`` in
+    ``p4src/include/constants.p4``), which ``simple_switch_grpc --cpu-port`` must name so
+    that P4Runtime PacketOut enters the pipeline there."""
+    try:
+        text = (find_p4src() / "include" / "constants.p4").read_text()
+    except (StackError, OSError):
+        return LEGACY_CPU_PORT
+    m = re.search(r"#define\s+CPU_PORT_NUMBER\s+(\d+)", text)
+    return int(m[1]) if m else LEGACY_CPU_PORT
 
 
 def accepts(addr: str) -> bool:
@@ -93,13 +110,9 @@ class SwitchKind:
                 have = ", ".join(switch_engines()) or "no --engine option"
                 raise StackError(f"--engine {self.engine}: this p4reduce-switch offers {have}")
             return
-        missing = [b for b in ("simple_switch_grpc", "p4c") if shutil.which(b) is None]
-        if missing:
-            raise StackError(
-                f"--switch bmv2 needs {' and '.join(missing)} on PATH, and "
-                f"{'they are' if len(missing) > 1 else 'it is'} not installed here "
-                "(use --switch embedded)"
-            )
+        why = p4lang.missing_reason("simple_switch_grpc", "p4c")
+        if why:
+            raise StackError(f"--switch bmv2: {why}")
 
     def compile(self, program: str, k: int, out: Path) -> Path:
         """Compile p4src/PROGRAM.p4 into ``out``; the build prefix ``p4reduce-ctl push``
@@ -112,10 +125,11 @@ class SwitchKind:
             args = [command("p4reduce-p4c"), "-I", str(src / "include"), *defines, "-o",
                     str(out), "--p4runtime-files", p4info]  # fmt: skip
         else:
-            args = ["p4c", "--target", "bmv2", "--arch", "v1model", "-I", str(src / "include"),
+            args = [p4lang.find("p4c") or "p4c", "--target", "bmv2", "--arch", "v1model", "-I", str(src / "include"),
                     *defines, "-o", str(out), "--p4runtime-files", p4info]  # fmt: skip
         args.append(str(src / f"{program}.p4"))
-        done = subprocess.run(args, capture_output=True, text=True, timeout=300)
+        # p4c runs its backend (p4c-bm2-ss) from its own prefix: the p4lang environment
+        done = subprocess.run(args, capture_output=True, text=True, timeout=300, env=p4lang.env())
         if done.returncode != 0:
             msg = (done.stderr.strip().splitlines() or ["no output"])[0]
             raise StackError(f"compiling {program}.p4 for the {self.name} switch failed: {msg}")
@@ -128,8 +142,9 @@ class SwitchKind:
             engine = ["--engine", self.engine] if self.engine else []
             return [command("p4reduce-switch"), str(prefix.with_suffix(".json")), *ports,
                     "--grpc-server-addr", grpc_addr, "--log-level", "warn", *engine]  # fmt: skip
-        return ["simple_switch_grpc", "--device-id", "1", *ports, "--no-p4", "--",
-                "--grpc-server-addr", grpc_addr, "--cpu-port", "255"]  # fmt: skip
+        return [p4lang.find("simple_switch_grpc") or "simple_switch_grpc", "--device-id", "1",
+                *ports, "--no-p4", "--", "--grpc-server-addr", grpc_addr, "--cpu-port",
+                str(cpu_port())]  # fmt: skip
 
     def grpc_addr(self) -> str:
         """What to pass as ``--grpc-server-addr``: the embedded switch picks a free port

@@ -132,6 +132,9 @@ def simulate(cfg: TopKConfig, grads_per_step: list[list[np.ndarray]], n: int, **
     out = []
     for grads in grads_per_step:
         plans = [tk.prepare("w", g) for tk, g in zip(tks, grads, strict=True)]
+        if plans[0].energies is not None:  # agreed selection: the energies' collective
+            energies = np.sum([p.energies for p in plans], axis=0, dtype=np.float32)
+            plans = [tk.agree(p, energies.copy()) for tk, p in zip(tks, plans, strict=True)]
         assert len({p.path for p in plans}) == 1, "every worker picks the same path"
         if plans[0].path == "allgather":
             gathered = np.stack([tk.pack(p) for tk, p in zip(tks, plans, strict=True)])
@@ -159,6 +162,63 @@ def test_agreed_selection_is_identical_on_every_rank() -> None:
         # exactly the chosen blocks travel: the union is the chosen set
         union = np.logical_or.reduce([p.mask for p in plans])
         assert union.sum() == plans[0].mask.sum() == keep_count(0.1, 16)
+
+
+def test_agreed_selection_sends_the_largest_blocks_of_this_steps_accumulators() -> None:
+    """The property whose loss made agreed selection not train (issue 36): the blocks an
+    agreed step sends are the ``keep`` blocks of largest energy of *this* step's
+    accumulators (summed over the workers), so each step sends at least keep/B of their
+    energy (top-k's contraction, on which error feedback's convergence rests). Each step
+    here puts its gradient in a different block, far larger than the rest: selected from
+    the previous step's energies, the hot block would travel one step late, after the
+    residual it left had been sent as a full stale block."""
+    n, nb, keep_ratio = 3, 20, 0.1
+    size = nb * K
+    keep = keep_count(keep_ratio, nb)
+    steps = []
+    for s in range(8):
+        grads = [floats(50 * s + r, size, 0.01) for r in range(n)]
+        for r, g in enumerate(grads):
+            g[(s % nb) * K : (s % nb + 1) * K] += 10.0 + r  # this step's hot block
+        steps.append(grads)
+    cfg = TopKConfig(ratio=keep_ratio, selection="agreed", warmup_steps=1, mode="sparse")
+    tks = [BlockTopK(cfg, n=n, k=K, slots=4) for _ in range(n)]
+    for s, grads in enumerate(steps):
+        before = [tk.states["w"].feedback.residual if "w" in tk.states else None for tk in tks]
+        accs = [g if b is None else g + b for g, b in zip(grads, before, strict=True)]
+        plans = [tk.prepare("w", g) for tk, g in zip(tks, grads, strict=True)]
+        if s == 0:
+            assert plans[0].energies is None and not plans[0].compressed  # warm-up
+        else:
+            assert getattr(plans[0], "energies", None) is not None, "no energies to agree on"
+            energies = np.sum([p.energies for p in plans], axis=0, dtype=np.float32)
+            plans = [tk.agree(p, energies.copy()) for tk, p in zip(tks, plans, strict=True)]
+            summed = np.sum([block_energy(a, K) for a in accs], axis=0)
+            want = select(summed, keep)
+            assert plans[0].mask[s % nb], f"step {s}: its hot block waits"
+            for p in plans:
+                assert np.array_equal(p.mask, want), s
+            assert summed[want].sum() >= keep / nb * summed.sum()  # the contraction
+        total = np.sum([p.payload for p in plans], axis=0, dtype=np.float32)
+        for tk, p in zip(tks, plans, strict=True):
+            tk.complete(p, total.copy(), 0.0)
+        kept = tks[0].states["w"].reports[-1].kept if s else 1.0
+        assert kept >= keep / nb, (s, kept)
+
+
+def test_agree_checks_its_input() -> None:
+    tk = BlockTopK(TopKConfig(selection="agreed", warmup_steps=0), n=2, k=K, slots=4)
+    plan = tk.prepare(0, floats(1, 5 * K))
+    assert plan.energies is not None and plan.energies.shape == (5,)
+    with pytest.raises(ValueError, match="agree\\(\\) before"):
+        tk.complete(plan, np.zeros(5 * K + 4, dtype=np.float32))
+    with pytest.raises(ValueError, match="summed energies"):
+        tk.agree(plan, np.zeros(4, dtype=np.float32))
+    tk.agree(plan, plan.energies * 2)
+    with pytest.raises(ValueError, match="no energies"):
+        tk.agree(plan, np.zeros(5, dtype=np.float32))
+    local = BlockTopK(TopKConfig(warmup_steps=0), n=2, k=K, slots=4)
+    assert local.prepare(0, floats(1, 5 * K)).energies is None
 
 
 def test_local_selection_sends_the_union_and_the_mean_of_what_was_sent() -> None:

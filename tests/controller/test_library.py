@@ -4,7 +4,6 @@ jobs on the switch, counters, slot state, loss, reset."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from ctl_helpers import (
@@ -417,33 +416,6 @@ def test_reset(ctl: Controller, switch: Switch) -> None:
     assert switch.register(program.BITMAPS, 5) == 0
     assert switch.register(program.NONFINITE, 2) == 0  # every slot register, this one too
     assert ctl.create_job(9, members(2), 4, key=key_of(9)).job_index == 1
-
-
-def test_switch_without_register_entry(ctl: Controller, monkeypatch: pytest.MonkeyPatch) -> None:
-    """simple_switch_grpc answers UNIMPLEMENTED to RegisterEntry: jobs still work, with a
-    warning that the slots were not cleared; reading slots fails with one line."""
-    from p4reduce.controller.p4rt import WriteFailed, entity
-
-    real = ctl.conn.write
-
-    def write(updates: Any, what: str = "write") -> None:
-        updates = list(updates)
-        if any(entity(e).WhichOneof("entity") == "register_entry" for _, e in updates):
-            raise WriteFailed(
-                f"{what}: UNIMPLEMENTED: no registers", [("UNIMPLEMENTED", "no")] * len(updates)
-            )
-        real(updates, what)
-
-    monkeypatch.setattr(ctl.conn, "write", write)
-    ctl.create_job(7, members(2), 4, key=key_of(7))
-    assert ctl.warnings == [
-        "the switch cannot write registers (no RegisterEntry): slots 0..3 were not cleared"
-    ]
-    ctl.delete_job(7)
-    assert len(ctl.warnings) == 2
-    with pytest.raises(SwitchError, match="set loss: UNIMPLEMENTED"):
-        ctl.set_loss(0.1)
-    assert not ctl.reset()["slots_cleared"]
 
 
 def test_job_keys_are_drawn_fresh_and_read_back(ctl: Controller, switch: Switch) -> None:

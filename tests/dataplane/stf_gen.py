@@ -43,6 +43,8 @@ from fabric import (  # noqa: E402
 
 OUT_DIR = ROOT / "bmv2_tests"
 K = 64
+# control messages (docs/protocol.md, "Control messages"; constants.p4)
+MSG_CONTROL, CTL_CLEAR, CTL_PEEK, CPU_PORT = 3, 1, 2, 510
 # job keys (docs/protocol.md, "Job keys"): fixed values, every byte non-zero
 KEY_7, KEY_0102, KEY_9 = 0x7E57AB1E, 0x0102CAFE, 0x9ACED00D
 
@@ -497,6 +499,91 @@ def arp_forwarding(program: str) -> Stf:
     return s
 
 
+def control_frame(agg: Agg) -> bytes:
+    """A control message or its answer: all-zero MACs and IPv4 addresses, UDP from and to
+    AGG_PORT (the controller's frame; the switch rewrites only the aggregation header)."""
+    return udp_frame(eth_dst="00:00:00:00:00:00", eth_src="00:00:00:00:00:00",
+                     ip_src="0.0.0.0", ip_dst="0.0.0.0", sport=AGG_PORT, dport=AGG_PORT,
+                     payload=agg.encode())  # fmt: skip
+
+
+def control_messages(program: str) -> Stf:
+    mt = MSG_DENSE if program == "dense" else MSG_SPARSE
+    s = Stf(
+        f"p4reduce_{program}_control",
+        program,
+        f"control messages from the CPU port (port {CPU_PORT}): PEEK answers a cell's bitmap "
+        "word, count, exponent, nonfinite, next and lanes without changing it, CLEAR zeroes "
+        "it so the next contribution is the first; the same messages from a worker port, "
+        "and an unknown op, change nothing and are never answered",
+    )
+    static_config(s)
+    w0 = Host(0, 1, "02:00:00:00:05:00", "10.0.5.1", 40500)
+    w1 = Host(1, 2, "02:00:00:00:05:01", "10.0.5.2", 40501)
+    key = 0xC0DE1234
+    job_config(s, 11, 4, 60, 4, [w0, w1], key)
+    v0 = tuple(5 * i - 100 for i in range(K))
+    v1 = tuple(1000 - i for i in range(K))
+    nxt = 7 if mt == MSG_SPARSE else 0
+    s.c()
+    s.c("Job slot 1 is pool slot 61; its set 0 is cell 122.")
+    a0 = Agg(mt, 0, 0, 11, 0, 1, 133, 0x2, 0x50, 4, 7, v0, key=key)
+    s.c(f"1. w0: {describe(a0)}  -> absorbed (count 1 of 2)")
+    s.packet(w0.port, to_switch(w0, a0))
+    peek = Agg(MSG_CONTROL, 0, CTL_PEEK, 0, 0, 61, packet_id=0x1001, values=(0,) * K)
+    s.c(f"2. from the CPU port, PEEK with a payload (lanes asked for): {describe(peek)}")
+    s.packet(CPU_PORT, control_frame(peek))
+    ans = Agg(MSG_CONTROL, FLAG_RESULT, CTL_PEEK, 0, 0, 61, 133, 0x2, 0x1001, 1, nxt, v0,
+              key=0x81)  # fmt: skip
+    s.c("   answered to the CPU port: flags RESULT, block = the bitmap word (rank 0), key = the")
+    s.c(
+        f"   count byte (0x81: one contribution, with a payload), next = {'next_min' if nxt else '0 (dense)'},"
+    )
+    s.c(f"   the lanes: {describe(ans)}")
+    s.expect(CPU_PORT, control_frame(ans))
+    clear = Agg(MSG_CONTROL, FLAG_NO_PAYLOAD, CTL_CLEAR, 0, 0, 61, packet_id=0x1002)
+    s.c("3. the same cell's CLEAR from worker port 1 (not to the switch): ordinary traffic,")
+    s.c("   flooded to group 1, which has no members here: nothing out, nothing cleared")
+    s.packet(w0.port, control_frame(clear))
+    from_worker = udp_frame(eth_dst=SWITCH_MAC, eth_src=w1.mac, ip_src=w1.ip, ip_dst=SWITCH_IP,
+                            sport=w1.udp, dport=AGG_PORT, payload=clear.encode())  # fmt: skip
+    s.c("4. the CLEAR from w1 to the switch's address: not admitted (unknown sender), dropped")
+    s.packet(w1.port, from_worker)
+    bad = Agg(MSG_CONTROL, FLAG_NO_PAYLOAD, 3, 0, 0, 61, packet_id=0x1003)
+    s.c("5. from the CPU port, an unknown op (rank field 3): malformed, dropped")
+    s.packet(CPU_PORT, control_frame(bad))
+    peek2 = Agg(MSG_CONTROL, FLAG_NO_PAYLOAD, CTL_PEEK, 0, 0, 61, packet_id=0x1004)
+    s.c("6. PEEK header-only: the cell is as w0 left it (3 to 5 changed nothing), no lanes")
+    s.packet(CPU_PORT, control_frame(peek2))
+    ans = Agg(MSG_CONTROL, FLAG_RESULT | FLAG_NO_PAYLOAD, CTL_PEEK, 0, 0, 61, 133, 0x2, 0x1004,
+              1, nxt, key=0x81)  # fmt: skip
+    s.expect(CPU_PORT, control_frame(ans))
+    clear = Agg(MSG_CONTROL, FLAG_NO_PAYLOAD, CTL_CLEAR, 0, 0, 61, packet_id=0x1005)
+    s.c(f"7. from the CPU port, CLEAR: {describe(clear)}")
+    s.packet(CPU_PORT, control_frame(clear))
+    ans = Agg(MSG_CONTROL, FLAG_RESULT | FLAG_NO_PAYLOAD, CTL_CLEAR, 0, 0, 61,
+              packet_id=0x1005)  # fmt: skip
+    s.c("   answered with the cell after the clear: bitmap word, count, exponent, nonfinite,")
+    s.c("   next all 0")
+    s.expect(CPU_PORT, control_frame(ans))
+    a1 = Agg(mt, 0, 1, 11, 0, 1, 120, 0, 0x51, 4, 9, v1, key=key)
+    s.c(f"8. w1: {describe(a1)}")
+    s.c("   the first contribution of the cleared cell: absorbed (uncleared, it would complete)")
+    s.packet(w1.port, to_switch(w1, a1))
+    a0 = Agg(mt, 0, 0, 11, 0, 1, 125, 0, 0x52, 4, NEXT_END, v0, key=key)
+    s.c(f"9. w0 again: {describe(a0)}  -> completes the cell")
+    s.packet(w0.port, to_switch(w0, a0))
+    end = 9 if mt == MSG_SPARSE else NEXT_END
+    r = Agg(mt, FLAG_RESULT, 0, 11, 0, 1, 125, 0, 0x52, 4, end, wrapped_sum([v0, v1], K), key=key)
+    s.c("   multicast: the sum of the two, exponent max(120, 125), nonfinite 0 (the cleared")
+    s.c(
+        f"   0x2 is gone), {'next min(9, END)' if mt == MSG_SPARSE else 'next echoed'}: {describe(r)}"
+    )
+    s.expect(w0.port, result_to(w0, r))
+    s.expect(w1.port, result_to(w1, r))
+    return s
+
+
 def all_stfs() -> list[Stf]:
     return [
         dense_one_worker(),
@@ -506,6 +593,8 @@ def all_stfs() -> list[Stf]:
         nonfinite("sparse"),
         arp_forwarding("dense"),
         arp_forwarding("sparse"),
+        control_messages("dense"),
+        control_messages("sparse"),
     ]
 
 

@@ -366,6 +366,7 @@ class FakeProgram:
     name: str
     ir: dict[str, object]
     p4info: p4info_pb2.P4Info = field(default_factory=p4info_pb2.P4Info)
+    warnings: list[object] = field(default_factory=list)  # CompiledProgram.warnings
 
 
 @pytest.fixture

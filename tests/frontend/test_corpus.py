@@ -57,6 +57,7 @@ HINT_ALTERNATIVES: dict[str, tuple[str, ...]] = {
     "argument": ("argument", "parameter"),
     "action": ("action",),
     "state": ("state",),
+    "priority": ("priority", "priorities"),
     "comment": ("comment",),
     "constant": ("constant", "compile-time"),
 }

@@ -32,7 +32,7 @@ PRELUDE_LINES = PRELUDE.count("\n")
 FUNCTION = """extern bit<8> scramble(in bit<8> x);
 control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
     action mix() {
-        hdr.h.a = scramble(hdr.h.a);
+        scramble(hdr.h.a);
     }
     apply { mix(); }
 }
@@ -45,7 +45,7 @@ OBJECT = """extern rate_limiter {
 }
 control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
     rate_limiter(32w64) limiter;
-    apply { m.x = limiter.admit(hdr.h.b); }
+    apply { limiter.admit(hdr.h.b); }
 }
 V1Switch(P(), V(), I(), E(), C(), D()) main;
 """
@@ -93,6 +93,26 @@ def test_emit_externs_compiles_and_the_switch_refuses_at_load(kind: str, tmp_pat
         assert "\n" not in message
         assert message.startswith(f"{path}({used}): error: {name}: user-declared extern {kind}")
         assert f"{path}({declared})" in message and "not supported by this switch" in message
+
+
+@pytest.mark.parametrize(
+    ("kind", "call", "message"),
+    [
+        ("function", "scramble(hdr.h.a);", "scramble(...): not supported"),
+        ("object", "limiter.admit(hdr.h.b);", "limiter: could not convert expression to Json"),
+    ],
+)
+def test_emit_externs_refuses_a_call_whose_value_is_used(
+    kind: str, call: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """p4c-bm2-ss --emit-externs converts such a call only as a statement (p4c 1.2.5)."""
+    path = _write(tmp_path, kind)
+    target = "hdr.h.a = " if kind == "function" else "m.x = "
+    path.write_text(path.read_text().replace(call, target + call))
+    assert p4c_main([str(path), "--emit-externs", "-o", str(tmp_path)]) == 1
+    lines = path.read_text().splitlines()
+    line = next(no for no, text in enumerate(lines, start=1) if target + call in text)
+    assert capsys.readouterr().err.splitlines()[0] == f"{path}({line}): error: {message}"
 
 
 def test_emit_externs_pipeline_is_refused_over_p4runtime(tmp_path: Path) -> None:

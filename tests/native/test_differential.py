@@ -84,6 +84,13 @@ BMV2_PROGRAMS = [
     "hash_identity",
     "parser_varbit",
     "err_header_too_short",
+    # overlapping select cases and const entries (first match wins), struct-typed header
+    # fields, named extern arguments (issue 32)
+    "parser_select_overlap",
+    "table_const_overlap",
+    "table_entries_priority",
+    "header_struct_field",
+    "extern_named_args",
 ]
 
 # bmv2_tests programs that clone, resubmit or recirculate: random clone session operations

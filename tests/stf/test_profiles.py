@@ -117,6 +117,9 @@ def test_handles_groups_and_entries(prog: Path, tmp_path: Path, engine: str) -> 
         ("table_indirect_add t a:1 => 0\n", "no member 0"),
         ("table_indirect_add_with_group u b:1 => 0\n", "it has no groups"),
         ("table_indirect_add plain a:1 => 0\n", "has no action profile or selector"),
+        # BMv2 refuses table_add / table_set_default on an indirect table (WRONG_TABLE_TYPE)
+        ("add u b:1 fwd(port:1)\n", "add I.u: the table has an action profile"),
+        ("setdefault t fwd(port:1)\n", "setdefault I.t: the table has an action profile"),
         (
             "act_prof_create_member ap fwd 1\nact_prof_create_member ap fwd 2\n"
             "act_prof_create_member ap fwd 3\n",

@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -89,7 +88,8 @@ def test_not_root_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Ca
     "argv, word",
     [(["--loss", "0.9"], "--loss"), (["--workers", "0"], "--workers"),
      (["--experiment", "nope"], "--experiment"), (["--bw", "x"], "--bw"),
-     (["--k", "512"], "--k")],
+     (["--k", "512"], "--k"), (["--switch", "bmv2,nope"], "--switch"),
+     (["--switch", "bmv2,bmv2"], "--switch")],
 )  # fmt: skip
 def test_bad_command_lines_are_one_line(argv: list[str], word: str, capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     assert cli.main(["testbed", *argv]) == 2
@@ -224,9 +224,13 @@ def test_ctrl_c_stops_everything(tmp_path: Path) -> None:
 
 
 @needs_mininet
-@pytest.mark.skipif(shutil.which("simple_switch_grpc") is not None, reason="BMv2 is installed")
 def test_bmv2_missing_is_one_line(tmp_path: Path) -> None:
-    r = run_testbed("--switch", "bmv2", "--out", str(tmp_path))
+    """Where p4reduce.p4lang finds no BMv2 (here: an empty prefix and a PATH without it)."""
+    env = dict(os.environ, P4LANG_ROOT=str(tmp_path / "none"),
+               PATH=os.pathsep.join([str(Path(sys.executable).parent), "/usr/sbin", "/usr/bin",
+                                     "/sbin", "/bin"]))  # fmt: skip
+    r = subprocess.run([P4REDUCE, "testbed", "--switch", "bmv2", "--out", str(tmp_path)],
+                       capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
     assert r.returncode == 1
     assert r.stderr.count("\n") == 1 and "simple_switch_grpc" in r.stderr
     assert leftovers() == []

@@ -1,4 +1,4 @@
-// BAD: an integer literal assigned to a new type (type bit<16>) without an explicit cast.
+// BAD: an integer literal is no argument for a parameter of a new type (type bit<16>) without a cast (p4c 1.2.5 allows it only in assignments and initializers).
 #include <core.p4>
 #include <v1model.p4>
 
@@ -34,8 +34,12 @@ control MyVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
 }
 
 control MyIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
+    action tag(Tag_t v) { hdr.ethernet.etherType = (bit<16>)v; }
     apply {
-        Tag_t t = 5;  // expect-error
+        tag(9);  // expect-error: type
+        Tag_t t = 5;
+        t = 0x0800;
+        hdr.ethernet.etherType = (bit<16>)t;
         standard_metadata.egress_spec = 1;
     }
 }

@@ -1,4 +1,4 @@
-// Rule 1: a for-in loop over a header stack in the apply block.
+// BAD (BMv2 back end): a for-in loop over a header stack; p4c-bm2-ss 1.2.5 says "BMV2 does not support for-in loops".
 #include <core.p4>
 #include <v1model.p4>
 
@@ -39,7 +39,7 @@ control MyVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
 control MyIngress(inout headers_t hdr, inout metadata_t meta,
                   inout standard_metadata_t standard_metadata) {
     apply {
-        for (label_t l in hdr.labels) {  // expect-error: for loop
+        for (label_t l in hdr.labels) {  // expect-error: for-in
             meta.value = meta.value + (bit<32>)l.ttl;
         }
         standard_metadata.egress_spec = 1;

@@ -1,4 +1,4 @@
-// BAD: an optional entry value must fit the key's width (256 does not fit bit<8>).
+// An lpm entry value wider than the key (0x1ffff, key bit<16>) is cut to the key's width with p4c's overflow warning: the entry is 16w0xffff &&& 0xff00.
 #include <core.p4>
 #include <v1model.p4>
 header ethernet_t { bit<48> dstAddr; bit<48> srcAddr; bit<16> etherType; }
@@ -13,10 +13,10 @@ control MyVerifyChecksum(inout headers_t hdr, inout metadata_t meta) { apply { }
 control MyIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
     action set(bit<9> p) { standard_metadata.egress_spec = p; }
     table t {
-        key = { meta.b8 : optional; }
+        key = { hdr.ethernet.etherType : lpm; }
         actions = { set; NoAction; }
         const entries = {
-            256 : set(1); // expect-error: fit
+            0x1ffff &&& 0xff00 : set(1); // cut to 16w0xffff &&& 0xff00
         }
     }
     apply {
