@@ -15,6 +15,7 @@ from .check_base import (
     TypeValue,
     fail,
 )
+from .cpbuild_names import expr_text
 from .symbols import Scope
 
 
@@ -105,8 +106,10 @@ class ExprsMixin:
         if isinstance(b, T.StackT):
             eb = T.strip_newtype(b.elem)
             is_array = not (isinstance(eb, T.StructT) and eb.kind in ("header", "header_union"))
-            if is_array and not isinstance(eb, T.TypeVar) and name != "size":
-                raise fail(e.pos, f"{name}: not a member of an array of {b.elem} (only size)")
+            if is_array and not isinstance(eb, T.TypeVar):
+                if name == "size":  # the spec allows it, p4c 1.2.5 does not
+                    raise fail(e.pos, f"{expr_text(e)}: 'size' can only be used on header stacks")
+                raise fail(e.pos, f"{name}: not a member of an array of {b.elem}")
             if name in ("next", "last"):
                 if ctx.kind != "parser":
                     raise fail(

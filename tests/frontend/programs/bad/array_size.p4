@@ -1,4 +1,4 @@
-// P4_16 1.2.5 arrays: T[N] of bit<W>, structs and bools as locals and struct fields, indexed by constants and by a typedef'd index variable, with a list initializer and .size.
+// BAD: .size of an array that is not a header stack; p4c 1.2.5 says "'size' can only be used on header stacks".
 #include <core.p4>
 #include <v1model.p4>
 header ethernet_t { bit<48> dstAddr; bit<48> srcAddr; bit<16> etherType; }
@@ -23,7 +23,7 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta, inout standard_met
         arr[i] = 4;
         recs[1].v = arr[1] + arr[0];
         recs[1].seen = true;
-        pair.half[i] = (bit<8>)arr.size;
+        pair.half[i] = (bit<8>)arr.size;  // expect-error: size
         if (recs[1].v == 7 && recs[1].seen && pair.half[1] == 4 && arr[3] == 4) {
             standard_metadata.egress_spec = 8;
         }
