@@ -253,6 +253,8 @@ class ExprsMixin:
                 raise fail(e.pos, f"concatenation (++) cannot be applied to {lt} and {rt}")
             return T.Bits(lb.width + rb.width, lb.signed)
         if op in EQUALITY:
+            _nested_struct_inits_typed(e.left)
+            _nested_struct_inits_typed(e.right)
             t = self.unify_operands(
                 e,
                 lt,
@@ -480,3 +482,28 @@ class ExprsMixin:
 
     def expr_SelectExpr(self, e: A.SelectExpr, scope: Scope, ctx: Context, expected: Any) -> T.Type:
         raise fail(e.pos, "select can only be used in a transition")
+
+
+def _nested_struct_inits_typed(operand: A.Expr) -> None:
+    """p4c 1.2.5 cannot type an untyped `{a = ..}` nested in a struct initializer that is an
+    operand of == or != (`n == (nest_t){ p = { a = 1 }, c = 7 }`): it asks for the type to be
+    written, although the same initializer is fine in a declaration."""
+    if isinstance(operand, A.Cast):  # (T){ ... }
+        operand = operand.expr
+    if not isinstance(operand, A.StructInit):
+        return
+    for _, value in operand.fields:
+        if isinstance(value, A.StructInit) and value.typeref is None:
+            raise fail(
+                value.pos,
+                f"{_init_text(value)}: could not infer a type for expression; "
+                "please specify it explicitly",
+            )
+        _nested_struct_inits_typed(value)
+
+
+def _init_text(e: A.Expr) -> str:
+    """`{ a = 1, b = 1 }` as p4c prints a struct initializer (expr_text has no form for it)."""
+    if isinstance(e, A.StructInit):
+        return "{ " + ", ".join(f"{n} = {_init_text(v)}" for n, v in e.fields) + " }"
+    return expr_text(e)

@@ -42,7 +42,6 @@ KNOWN: dict[str, str] = {
     # p4c 1.2.5 accepts these "bad" corpus programs; the corpus was written to the spec
     "tests/frontend/programs/bad/cast_to_int_not_constant.p4": "accepts (int) of a run-time value",
     # p4c 1.2.5 refuses these programs; the embedded switch supports the construct
-    "tests/frontend/programs/good/struct_valued_expressions.p4": "could not infer a type",
 }
 
 
