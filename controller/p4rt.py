@@ -221,8 +221,9 @@ class Connection:
             self.close()
             raise SwitchError(f"switch unreachable at {self.addr}: {reason}")
         try:  # no verdict from the probe: wait for the channel as before, to the same deadline
+            # at least a moment: a channel already READY still answers through a callback
             grpc.channel_ready_future(self.channel).result(
-                timeout=max(0.0, deadline - time.monotonic())
+                timeout=max(0.1, deadline - time.monotonic())
             )
         except grpc.FutureTimeoutError:
             self.close()
