@@ -9,6 +9,7 @@ reported.
 
 from __future__ import annotations
 
+import errno
 import logging
 import queue
 import socket
@@ -268,7 +269,7 @@ def check_free(address: str) -> None:
     """Raise ``OSError`` (one line) when ``address`` (``HOST:PORT``) cannot be listened on.
 
     gRPC's own bind failure is a log line of its C core and a bare "failed"; probing with a
-    plain socket first gives the reason (in use, not a local address) in our one line.
+    plain socket first names the address in use in our one line.
     """
     host, _, port_text = address.rpartition(":")
     host = host.strip("[]")
@@ -286,6 +287,8 @@ def check_free(address: str) -> None:
                 s.bind(sockaddr)
                 s.listen(1)
             except OSError as e:
+                if e.errno != errno.EADDRINUSE:
+                    continue  # e.g. ::1 of "localhost" without IPv6: gRPC binds what it can
                 where = f"{sockaddr[0]}:{sockaddr[1]}"
                 text = e.strerror or str(e)
                 raise OSError(text if where == address else f"{text} ({where})") from None
