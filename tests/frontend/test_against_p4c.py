@@ -38,11 +38,7 @@ p4c_diff = _load_diff()
 JOBS = p4c_diff.discover()
 
 # label -> what p4c does that we do not (yet)
-KNOWN: dict[str, str] = {
-    # p4c 1.2.5 accepts these "bad" corpus programs; the corpus was written to the spec
-    "tests/frontend/programs/bad/cast_to_int_not_constant.p4": "accepts (int) of a run-time value",
-    # p4c 1.2.5 refuses these programs; the embedded switch supports the construct
-}
+KNOWN: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
