@@ -24,8 +24,9 @@ both must refuse. Flags, as the tests that compile each program use them:
 - a program that declares its own ``extern``: both without flags and with
   ``--emit-externs``, which p4c-bm2-ss has too, so both settings are judged by p4c;
 - programs written for our embedded-only extensions are compiled without them:
-  ``--runtime-divmod`` (tests/interp, the tofino arith_* programs) has no p4c counterpart,
-  and p4c must refuse those programs exactly as we do without the flag; ``--target-profile
+  ``--runtime-divmod`` (tests/interp, the tofino arith_* programs) and ``--value-arrays``
+  (tests/frontend/programs/value_arrays) have no p4c counterpart, and p4c must refuse those
+  programs exactly as we do without the flag; ``--target-profile
   tofino`` checks rules on top of a program that compiles for BMv2 (test_tofino_profile.py),
   so tofino_programs are compared as plain v1model programs.
 

@@ -127,6 +127,8 @@ T_P = _typed(_probability, "probability")
 T_SECONDS = _typed(_positive_float, "seconds")
 T_RANGE = _typed(_range, "slot range")
 T_LISTEN = _typed(lambda t: addr.hostport(t, "listen address"), "listen address")
+# the string itself, checked: gRPC would take a bare host as port 443
+T_GRPC_ADDR = _typed(lambda t: (addr.hostport(t, "switch address"), t)[1], "switch address")
 T_MS = _typed(lambda t: addr.number(t, "milliseconds", 1, 3_600_000), "milliseconds")
 T_RETRIES = _typed(lambda t: addr.number(t, "retries", 0, 1_000_000), "retries")
 T_LIMIT = _typed(lambda t: addr.number(t, "limit", 1, 1 << 30), "limit")
@@ -140,6 +142,7 @@ def _common(p: argparse.ArgumentParser, defaults: bool) -> None:
     g = p.add_argument_group("switch connection and output")
     g.add_argument(
         "--grpc-addr",
+        type=T_GRPC_ADDR,
         default=d(DEFAULT_ADDR),
         metavar="HOST:PORT",
         help=f"the switch's P4Runtime server (default {DEFAULT_ADDR})",

@@ -12,6 +12,7 @@ import math
 import os
 import queue
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +54,36 @@ def default_timeout() -> float:
     if not (value > 0 and math.isfinite(value)):
         raise ControllerError(f"${TIMEOUT_ENV}={raw!r}: a positive number of seconds expected")
     return value
+
+
+def unreachable_reason(details: str, tls: bool) -> str:
+    """The one-line cause of a failed first call, from gRPC's UNAVAILABLE details; '' when
+    they name none of the causes a user can fix (gRPC then keeps retrying)."""
+    if "Connection refused" in details:
+        return "connection refused (is the switch running, and on this port?)"
+    if "errors resolving" in details or "DNS resolution failed" in details:
+        return "the host name does not resolve"
+    if not tls:
+        if "Socket closed" in details or "Connection reset" in details:
+            # a TLS server closes a plain HTTP/2 connection at its first bytes
+            return "the switch closed the connection (does it serve TLS? pass --grpc-ca FILE)"
+        return ""
+    if "WRONG_VERSION_NUMBER" in details:
+        return "TLS handshake failed: the switch serves plain TCP (drop --grpc-ca)"
+    if "CERTIFICATE_VERIFY_FAILED" in details or "certificate verify failed" in details:
+        return (
+            "TLS handshake failed: the switch's certificate is not signed by the --grpc-ca CA "
+            "(or does not name this host)"
+        )
+    if "handshake" in details.lower():
+        return "TLS handshake failed (check --grpc-ca and the address)"
+    if "Socket closed" in details or "Connection reset" in details:
+        # the server ends the handshake when it wants a client certificate it did not get
+        return (
+            "the switch closed the connection over TLS: it may require a client certificate "
+            "signed by its CA (--grpc-cert and --grpc-key)"
+        )
+    return ""
 
 
 WRITE_BATCH = 2000  # updates per WriteRequest (keeps messages far below gRPC's 4 MiB)
@@ -185,8 +216,16 @@ class Connection:
             if connect_timeout is None
             else connect_timeout
         )
-        try:
-            grpc.channel_ready_future(self.channel).result(timeout=wait)
+        deadline = time.monotonic() + wait
+        reason = self._probe(wait)
+        if reason:
+            self.close()
+            raise SwitchError(f"switch unreachable at {self.addr}: {reason}")
+        try:  # no verdict from the probe: wait for the channel as before, to the same deadline
+            # at least a moment: a channel already READY still answers through a callback
+            grpc.channel_ready_future(self.channel).result(
+                timeout=max(0.1, deadline - time.monotonic())
+            )
         except grpc.FutureTimeoutError:
             self.close()
             raise SwitchError(
@@ -201,6 +240,17 @@ class Connection:
                 self.close()
                 raise
         return self
+
+    def _probe(self, wait: float) -> str:
+        """One Capabilities call that fails at once (no wait-for-ready) when nothing listens or
+        the handshake fails: the reason as a sentence, or '' when the switch answered (any
+        status but UNAVAILABLE) or the failure says nothing certain."""
+        try:
+            self.stub.Capabilities(p4runtime_pb2.CapabilitiesRequest(), timeout=wait)
+        except grpc.RpcError as err:
+            if err.code() == grpc.StatusCode.UNAVAILABLE:
+                return unreachable_reason(str(err.details()), self.tls is not None)
+        return ""
 
     def close(self) -> None:
         if self._call is not None:

@@ -96,7 +96,7 @@ def load(
 def push(conn: Connection, prog: Program) -> Schema:
     """SetForwardingPipelineConfig(VERIFY_AND_COMMIT): the switch starts afresh on ``prog``."""
     schema = Schema(prog.p4info)
-    program.check(schema)
+    program.check(schema, str(prog.p4info_path))
     conn.set_pipeline(prog.p4info, prog.device_config, cookie=prog.cookie)
     return schema
 

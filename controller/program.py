@@ -108,10 +108,18 @@ def lanes(schema: Schema) -> int:
     return k
 
 
-def check(schema: Schema) -> None:
-    """Refuse a pipeline that is not a p4reduce program (one line naming what is missing)."""
+def check(schema: Schema, source: str | None = None) -> None:
+    """Refuse a pipeline that is not a p4reduce program (one line naming what is missing).
+
+    ``source``: the P4Info file being pushed, named in the message (the fault is the file's,
+    not the switch's); None for the pipeline the switch already runs."""
     for name in (WORKERS, REPLICAS, SWITCH_IPV4):
         if name not in schema.tables:
+            if source is not None:
+                raise ControllerError(
+                    f"{source} is not a p4reduce program: no table {name} "
+                    "(push build/dense or build/sparse)"
+                )
             raise ControllerError(
                 f"the switch runs a pipeline without table {name}: not a p4reduce program "
                 "(push build/dense or build/sparse)"

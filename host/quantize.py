@@ -290,6 +290,11 @@ def _check_n(n: int) -> None:
         raise ValueError(f"worker count {n!r}: a positive integer expected")
 
 
+# The largest n for which a row quantized at (or above) its own exponent provably stays
+# within the clamp without applying it (see _Tables).
+UNCLAMPED_MAX_N = 255
+
+
 def clamp_limit(n: int) -> int:
     """``floor((2^31 - 1) / n)``: hosts clamp every q to plus or minus this."""
     return INT32_MAX // n
@@ -358,6 +363,12 @@ class _Tables:
             self.q_regular_from = self.d_regular_from = 0
         # dequantize in float64: sum * n * 2^(E - 158) is exact (|sum * n| < 2^37)
         self.d_mul64 = np.where(e == 0, 0.0, n * np.ldexp(1.0, e - 158))
+        if n > UNCLAMPED_MAX_N:
+            # |x * 2^(158-E) / n| <= (2^31 - 2^7) / n leaves a margin of 2^7 / n under
+            # floor((2^31 - 1) / n) + 1/2, so rounding cannot pass the clamp only while
+            # n < 2^8; beyond (more workers than a job has, but the API takes up to 2^16)
+            # every row takes the clamped path, in the kernel and in numpy alike.
+            self.q_regular_from = 256
 
 
 def _exponent_index(exponents: np.ndarray, b: int) -> np.ndarray:

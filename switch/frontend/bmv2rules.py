@@ -15,11 +15,15 @@ from . import types as T
 from .checker import CheckedProgram, Checker, TableChecker
 from .cpbuild import iter_nodes, referenced_decls
 from .cpbuild_names import expr_text
+from .digests import digest_type, is_digest_call
 from .errors import CompileError
 
 
 def check_bmv2(
-    checked: CheckedProgram, runtime_divmod: bool = False, emit_externs: bool = False
+    checked: CheckedProgram,
+    runtime_divmod: bool = False,
+    emit_externs: bool = False,
+    value_arrays: bool = False,
 ) -> None:
     """Raise CompileError at the first construct p4c's BMv2 back end refuses.
 
@@ -28,6 +32,8 @@ def check_bmv2(
     ``emit_externs`` accepts user-declared extern functions and objects, as p4c-bm2-ss's
     ``--emit-externs`` does (BMv2 then needs an extern library; this switch refuses them
     at load, see ``first_user_extern``).
+    ``value_arrays`` accepts arrays ``T[N]`` of values that are not headers (bit<W>, bool,
+    structs...), which p4c-bm2-ss cannot map (CompileOptions.value_arrays).
     """
     program = checked.program
     user_decls = [d for d in program.decls if not is_library(d)]
@@ -37,6 +43,9 @@ def check_bmv2(
             _header_is_whole_bytes(d, checked)
     _package_types(checked)
     _no_for_in_loops(user_decls)
+    _digests_of_structs(user_decls, checked)
+    if not value_arrays:
+        _no_value_arrays(user_decls)
     for d in user_decls:
         if isinstance(d, A.ControlDecl):
             _control_rules(d)
@@ -51,6 +60,43 @@ def check_bmv2(
 
 def is_library(d: A.Node) -> bool:
     return str(INCLUDE_DIR) in d.pos.file or d.pos.file.endswith(("/core.p4", "/v1model.p4"))
+
+
+def _no_value_arrays(user_decls: list[A.Node]) -> None:
+    """p4c-bm2-ss 1.2.5 maps only stacks of headers and header unions: any other array the
+    program uses stops it ("Compiler Bug: bit<8>: unexpected stack element type", with no
+    source position); reported here at the first use."""
+    found: list[tuple[int, A.Node, T.Type]] = []
+    for n in iter_nodes(list(user_decls)):
+        t = T.strip_newtype(getattr(n, "type", None)) if isinstance(n, A.Expr) else None
+        if isinstance(t, T.StackT):
+            eb = T.strip_newtype(t.elem)
+            if not isinstance(eb, T.TypeVar) and not (
+                isinstance(eb, T.StructT) and eb.kind in ("header", "header_union")
+            ):
+                found.append((n.pos.line, n, t.elem))
+    if found:
+        _, node, elem = min(found, key=lambda f: f[0])
+        raise CompileError(
+            node.pos,
+            f"{elem}: unexpected stack element type (p4c-bm2-ss has no arrays of values "
+            "that are not headers; --value-arrays accepts them for the embedded switch)",
+        )
+
+
+def _digests_of_structs(user_decls: list[A.Node], checked: CheckedProgram) -> None:
+    """p4c's v1model converter refuses a digest whose data is a header, at the header's
+    declaration (other non-struct data, bit<W>, tuples, enums, it accepts)."""
+    calls = [n for n in iter_nodes(list(user_decls)) if is_digest_call(n)]
+    for call in sorted(calls, key=lambda c: c.pos.line):
+        t = T.strip_newtype(digest_type(call)) if digest_type(call) is not None else None
+        if isinstance(t, T.StructT) and t.kind == "header":
+            sym = checked.scope.names.get(t.name)
+            pos = sym.pos if sym is not None else call.pos
+            raise CompileError(
+                pos,
+                f"header {t.name}: expected a struct type. Are you using an up-to-date v1model.p4?",
+            )
 
 
 def _header_has_one_varbit(d: A.StructLike, checked: CheckedProgram) -> None:

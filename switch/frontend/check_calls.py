@@ -265,11 +265,9 @@ class CallsMixin:
                 )
             pairs = list(zip(params, args, strict=False))
         for (p, pt), a in pairs:
-            if a.value is None:  # `_`
-                if p.direction not in ("out", "inout", ""):
-                    raise fail(
-                        a.pos, f"{p.name}: don't care '_' can only be passed to an out parameter"
-                    )
+            if a.value is None:  # `_`: for any direction, an uninitialized temporary
+                # (p4c 1.2.5 also takes it for an `in` parameter: BMv2 reads the temporary
+                # as 0, with only the warning 'may be uninitialized')
                 continue
             want = self.subst(pt, bindings)
             at = self.expr(a.value, scope, ctx, expected=None if self.has_typevar(want) else want)

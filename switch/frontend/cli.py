@@ -189,6 +189,13 @@ def _build_parser() -> argparse.ArgumentParser:
         "expression at compilation time'); recorded in the -o pipeline",
     )
     add(
+        "--value-arrays",
+        action="store_true",
+        help="accept arrays T[N] of values that are not headers (bit<W>, bool, structs), "
+        "which the embedded switch runs; p4c-bm2-ss cannot map them ('unexpected stack "
+        "element type'); recorded in the -o pipeline",
+    )
+    add(
         "--emit-externs",
         action="store_true",
         help="as p4c-bm2-ss: accept calls of user-declared extern functions and instances of "
@@ -286,6 +293,7 @@ def _execute(args: argparse.Namespace, outputs: _Outputs) -> int:
             target_profile=args.target_profile,
             runtime_divmod=args.runtime_divmod,
             emit_externs=args.emit_externs,
+            value_arrays=args.value_arrays,
         )
         started = time.perf_counter()
         program = compile_file(Path(args.program), options)

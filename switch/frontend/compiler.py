@@ -39,6 +39,10 @@ class CompileOptions:
     # instances of user-declared extern objects (BMv2 needs an extern library for them).
     # Recorded in the compiled pipeline; the embedded switch refuses such a program at load.
     emit_externs: bool = False
+    # Accept arrays T[N] of values that are not headers (bit<W>, bool, structs): P4_16 has
+    # them and the embedded switch runs them, p4c-bm2-ss cannot map them ("unexpected stack
+    # element type"). Recorded in the compiled pipeline, as runtime_divmod.
+    value_arrays: bool = False
 
 
 @dataclass
@@ -72,7 +76,10 @@ def compile_file(path: Path | str, options: CompileOptions | None = None) -> Com
     t2 = time.perf_counter()
     checked = checker.check(program)
     bmv2rules.check_bmv2(
-        checked, runtime_divmod=options.runtime_divmod, emit_externs=options.emit_externs
+        checked,
+        runtime_divmod=options.runtime_divmod,
+        emit_externs=options.emit_externs,
+        value_arrays=options.value_arrays,
     )
     t3 = time.perf_counter()
     if checked.main is None:
@@ -83,7 +90,11 @@ def compile_file(path: Path | str, options: CompileOptions | None = None) -> Com
     info_text = p4info_to_text(info)
     t4 = time.perf_counter()
     result_ir = ir.build_ir(program, path.stem, info_text, checked.main, text, str(path))
-    recorded = {"runtime_divmod": options.runtime_divmod, "emit_externs": options.emit_externs}
+    recorded = {
+        "runtime_divmod": options.runtime_divmod,
+        "emit_externs": options.emit_externs,
+        "value_arrays": options.value_arrays,
+    }
     if any(recorded.values()):
         result_ir["options"] = {k: True for k, v in recorded.items() if v}
     t5 = time.perf_counter()

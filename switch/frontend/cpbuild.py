@@ -321,7 +321,15 @@ class ModelBuilder(TypesMixin):
                 if isinstance(p.value, A.Call) and isinstance(p.value.type, T.ExternT):
                     # constructed in place: p4c names it by the property's @name, unqualified
                     t = p.value.type
-                    pname = name_annotation(p.annotations) or f"{name}.implementation"
+                    pname = name_annotation(p.annotations)
+                    if pname is None:
+                        # p4c's P4Info has no name to give it (p4c-bm2-ss 1.2.5 refuses)
+                        raise CompileError(
+                            p.pos,
+                            f"Table '{name.lstrip('.')}' has an anonymous table property "
+                            "'implementation' with no name annotation, which is not "
+                            "supported by P4Runtime",
+                        )
                     args = [self.const(a.value) for a in p.value.args]
                     size = args[0] if t.name == "action_profile" else args[1]
                     self.model.action_profiles.append(
@@ -422,6 +430,14 @@ class ModelBuilder(TypesMixin):
 
     def value_set(self, d: A.ValueSetDecl, prefix: str) -> None:
         elem = T.strip_newtype(getattr(d, "elem_type", None) or T.Bits(0))
+        if not _value_set_elem_ok(elem):
+            # P4Info describes only these (p4c-bm2-ss 1.2.5 refuses the others)
+            raise CompileError(
+                d.pos,
+                f"{qualify(prefix, d).lstrip('.')}: Unsupported type argument for Value Set; "
+                "this version of P4Runtime requires the type parameter of a Value Set to be "
+                "a bit<W>, a struct of bit<W> fields, or a serializable enum",
+            )
         fields = []
         if isinstance(elem, T.StructT):
             for fdecl, ft in zip(elem.decl.fields, elem.fields.values(), strict=True):
@@ -450,6 +466,20 @@ class ModelBuilder(TypesMixin):
                 self.explicit_id(d.annotations, 0x03),
             )
         )
+
+
+def _value_set_elem_ok(elem: T.Type) -> bool:
+    """bit<W>, a struct of bit<W> fields, or a serializable enum (p4c's P4Runtime rule)."""
+    if isinstance(elem, T.Bits):
+        return not elem.signed
+    if isinstance(elem, T.EnumT):
+        return elem.underlying is not None
+    if isinstance(elem, T.StructT) and elem.kind == "struct":
+        return all(
+            isinstance(f, T.Bits) and not f.signed
+            for f in (T.strip_newtype(t) for t in elem.fields.values())
+        )
+    return False
 
 
 def declaration_order(program: A.Program) -> dict[int, int]:

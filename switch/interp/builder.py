@@ -38,6 +38,7 @@ from .externs import ActionProfile, Counter, DirectMeterFactory, Meter, Register
 from .layout import HeaderL, Layout, PyLocal, Scalar, Storage, StructL, is_aggregate
 from .names import safe_identifier as _safe
 from .parsergen import ParserGen
+from .pycompile import compile_module
 from .runtime import CloneRequest, ExitPipeline, P4RuntimeFault, ParserError, PreserveRequest
 from .stmts import CallableInfo, StmtGen, headers_in
 from .tablegen import TableGen, _prop, finalize_tables
@@ -215,7 +216,7 @@ class ProgramBuilder(ExprGen, StmtGen, ExternCallGen, ParserGen, TableGen):
             info = self.instantiate(decl, prefix, tbind, layouts, ctor_args)
             stages[stage] = info.fn
         source = "\n".join(self.sources)
-        code = compile(source, f"<p4reduce:{self.name}>", "exec")
+        code = compile_module(source, f"<p4reduce:{self.name}>")
         exec(code, self.ns)  # noqa: S102 - the program's own generated code
         funcs = {stage: self.ns[fn] for stage, fn in stages.items()}
         finalize_tables(self.tables, self.profiles)

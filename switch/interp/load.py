@@ -51,7 +51,13 @@ def load_compiled(doc: Any, seed: int = 0) -> Pipeline:
     options = doc.get("options")
     runtime_divmod = isinstance(options, dict) and options.get("runtime_divmod") is True
     emit_externs = isinstance(options, dict) and options.get("emit_externs") is True
-    bmv2rules.check_bmv2(checked, runtime_divmod=runtime_divmod, emit_externs=emit_externs)
+    value_arrays = isinstance(options, dict) and options.get("value_arrays") is True
+    bmv2rules.check_bmv2(
+        checked,
+        runtime_divmod=runtime_divmod,
+        emit_externs=emit_externs,
+        value_arrays=value_arrays,
+    )
     if checked.main is None:
         raise MissingMainError(str(source.get("file") or "<pipeline>"))
     return build_pipeline(checked, str(doc.get("program") or "program"), random.Random(seed))

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 from ..interp.builder import Pipeline
 from ..interp.externs import ActionProfile, Counter, Meter, Register, ValueSet
+from ..interp.pycompile import parse_module
 from ..interp.tables import NO_ACTION, NO_COLOR, Table
 from .cexprs import U64, Unsupported, const
 from .creroll import reroll
@@ -198,7 +199,7 @@ def generate(pipeline: Pipeline) -> NativeProgram:
         objs.event_sites, objs.crcs = list(cached.event_sites), list(cached.crcs)
         objs.wide_bits, objs.passes = cached.wide_bits, cached.passes
         return NativeProgram(cached.source, objs)
-    mod = ast.parse(pipeline.source)
+    mod = parse_module(pipeline.source)
     fdefs = [f for f in mod.body if isinstance(f, ast.FunctionDef)]
     if len(fdefs) != len(mod.body):
         raise Unsupported("generated code other than functions")

@@ -40,7 +40,11 @@ def _key(program: Path, options: CompileOptions) -> str:
             h.update(str(p).encode() + p.read_bytes())
     h.update(repr(sorted(options.defines.items())).encode())
     # options that change what compiles (and so what the probe verdict is)
-    h.update(repr((options.undefines, options.runtime_divmod, options.emit_externs)).encode())
+    h.update(
+        repr(
+            (options.undefines, options.runtime_divmod, options.emit_externs, options.value_arrays)
+        ).encode()
+    )
     return h.hexdigest()
 
 

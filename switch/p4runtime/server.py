@@ -9,8 +9,10 @@ reported.
 
 from __future__ import annotations
 
+import errno
 import logging
 import queue
+import socket
 import threading
 from collections.abc import Iterator
 from concurrent import futures
@@ -264,6 +266,35 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             t.join(timeout)
 
 
+def check_free(address: str) -> None:
+    """Raise ``OSError`` (one line) when ``address`` (``HOST:PORT``) cannot be listened on.
+
+    gRPC's own bind failure is a log line of its C core and a bare "failed"; probing with a
+    plain socket first names the address in use in our one line.
+    """
+    host, _, port_text = address.rpartition(":")
+    host = host.strip("[]")
+    if not port_text.isdigit() or int(port_text) == 0:
+        return  # port 0 is always free; a malformed address is gRPC's to refuse
+    try:
+        infos = socket.getaddrinfo(host or None, int(port_text), type=socket.SOCK_STREAM)
+    except socket.gaierror as e:
+        raise OSError(f"cannot resolve {host!r}: {e.strerror}") from None
+    for family, kind, proto, _, sockaddr in infos:
+        with socket.socket(family, kind, proto) as s:
+            # as a server would: a port in TIME_WAIT is free, one with a listener is not
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(sockaddr)
+                s.listen(1)
+            except OSError as e:
+                if e.errno != errno.EADDRINUSE:
+                    continue  # e.g. ::1 of "localhost" without IPv6: gRPC binds what it can
+                where = f"{sockaddr[0]}:{sockaddr[1]}"
+                text = e.strerror or str(e)
+                raise OSError(text if where == address else f"{text} ({where})") from None
+
+
 class P4RuntimeServer:
     """A gRPC server exposing ``device`` as P4Runtime device ``device.device_id``."""
 
@@ -289,6 +320,7 @@ class P4RuntimeServer:
         if self._server is not None:
             raise RuntimeError("the server is already started")
         creds = self.tls.credentials() if self.tls is not None else None  # before binding
+        check_free(self.address)
         self._executor = futures.ThreadPoolExecutor(
             max_workers=self.max_workers, thread_name_prefix="p4runtime"
         )
@@ -298,13 +330,19 @@ class P4RuntimeServer:
                 # device configs carry the program's whole syntax tree
                 ("grpc.max_receive_message_length", MAX_MESSAGE),
                 ("grpc.max_send_message_length", MAX_MESSAGE),
+                # gRPC sets SO_REUSEPORT by default: a second switch on the same port would
+                # start too and the kernel would split the controllers between the two
+                ("grpc.so_reuseport", 0),
             ],
         )
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(self.servicer, server)
-        if creds is not None:
-            port = server.add_secure_port(self.address, creds)
-        else:
-            port = server.add_insecure_port(self.address)
+        try:
+            if creds is not None:
+                port = server.add_secure_port(self.address, creds)
+            else:
+                port = server.add_insecure_port(self.address)
+        except RuntimeError:  # grpcio >= 1.5x raises where older ones returned 0
+            port = 0
         if port == 0:
             self._executor.shutdown(wait=False)
             self._executor = None

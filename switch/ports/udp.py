@@ -135,7 +135,8 @@ class UdpAdapter:
         except OSError as exc:
             self._sock.close()
             raise OSError(
-                exc.errno, f"UDP adapter cannot listen on {listen_ip}:{listen_port}: {exc}"
+                exc.errno,
+                f"UDP adapter cannot listen on {listen_ip}:{listen_port}: {exc.strerror or exc}",
             ) from None
         self.listen: tuple[str, int] = self._sock.getsockname()  # the real port if 0 was asked
         if self.listen in self._by_peer:

@@ -131,6 +131,17 @@ def _device_config(program: Path, include_dirs: list[Path]) -> bytes:
     return json.dumps(compiled.ir).encode()
 
 
+def grpc_address(text: str) -> str:
+    """Check a gRPC listen address: ``HOST:PORT`` or ``[IPV6]:PORT``. gRPC itself takes a
+    bare host and serves on port 443, which nobody means."""
+    host, colon, port = text.rpartition(":")
+    if not colon or not host or (":" in host and not host.startswith("[")):
+        raise ValueError(f"--grpc-server-addr: {text!r} has no ':PORT' (expected HOST:PORT)")
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"--grpc-server-addr: port {port!r} is not in 0..65535")
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     from ..p4runtime import Device, P4RTError, P4RuntimeServer
 
@@ -140,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: give a program (PROG.p4 or PROG.json) or --no-p4", file=sys.stderr)
         return 1
     try:
+        grpc_address(args.grpc_server_addr)
         specs = [parse_port_spec(s) for s in args.ports]
         listen = parse_host_port(args.udp_listen, what="--udp-listen", allow_port_zero=True)
         device = Device(args.device_id, args.cpu_port, engine=args.engine)
@@ -160,7 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         ports = open_ports(specs, listen)
     except (OSError, ValueError) as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
+        # an OSError's str() leads with "[Errno N]"; its strerror is the sentence
+        text = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        print(f"{PROG}: error: {text}", file=sys.stderr)
         return 1
     tls = None
     if args.grpc_tls_cert or args.grpc_tls_key or args.grpc_tls_client_ca:

@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ...controller.service import Timeouts
 from ..local import StackError
 from .experiments import EXPERIMENTS, STANDARD, Options, link_label
 from .report import table, write_csv
@@ -165,7 +166,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--retx-ms", type=_number(int, 1, 60000, "retransmission timeout"), metavar="MS",
         help="p4reduce workers' first retransmission timeout in ms (default: the "
-        "registration service's, 200)",
+        f"registration service's, {Timeouts().initial_ms}; {BMV2_RETX_MS} against bmv2)",
     )  # fmt: skip
     p.add_argument(
         "--k", type=_k_list, metavar="K[,K...]",

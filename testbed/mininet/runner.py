@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from ...controller.service import Timeouts
 from ...host import wire
 from .. import cpu
 from ..data import Checker, rank_data
@@ -49,7 +50,7 @@ def wire_frame_bytes(k: int) -> int:
 
 
 TCP_MSS, TCP_FRAME = 1448, 1514  # gloo's segments: payload per frame, frame (with options)
-SERVICE_RETX_MS = 200  # p4reduce-ctl serve's default first retransmission timeout
+SERVICE_RETX_MS = Timeouts().initial_ms  # p4reduce-ctl serve's first retransmission timeout
 
 
 @dataclass(frozen=True)

@@ -81,12 +81,12 @@ def test_push_errors(switch: Switch, tmp_path: Path) -> None:
         with pytest.raises(InvalidArgument, match="not a P4Info"):
             c.push(tmp_path / "bad")
         (tmp_path / "bad.p4info.txtpb").write_text("")
-        with pytest.raises(ControllerError, match="without table .*not a p4reduce program"):
+        with pytest.raises(ControllerError, match=r"bad\.p4info\.txtpb is not a p4reduce program"):
             c.push(tmp_path / "bad")
 
 
 def test_connection_errors(switch: Switch) -> None:
-    with pytest.raises(SwitchError, match=r"switch unreachable at 127.0.0.1:1 "):
+    with pytest.raises(SwitchError, match=r"switch unreachable at 127.0.0.1:1: connection refused"):
         Controller("127.0.0.1:1").connect(connect_timeout=0.3)
     with Controller(switch.addr):
         with pytest.raises(SwitchError, match="election id 1 is held by another controller"):

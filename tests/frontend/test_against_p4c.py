@@ -38,20 +38,7 @@ p4c_diff = _load_diff()
 JOBS = p4c_diff.discover()
 
 # label -> what p4c does that we do not (yet)
-KNOWN: dict[str, str] = {
-    # p4c 1.2.5 accepts these "bad" corpus programs; the corpus was written to the spec
-    "tests/frontend/programs/bad/cast_to_int_not_constant.p4": "accepts (int) of a run-time value",
-    "tests/frontend/programs/bad/dont_care_for_in_parameter.p4": "accepts _ for an in parameter",
-    # p4c 1.2.5 refuses these programs; the embedded switch supports the construct
-    "tests/frontend/programs/good/arrays.p4": "'size' can only be used on header stacks",
-    "tests/frontend/programs/good/struct_valued_expressions.p4": "could not infer a type",
-    "tests/frontend/programs/good/table_implementation_inline.p4": "anonymous implementation",
-    "tests/frontend/programs/good/value_set_tuple.p4": "value_set of a tuple",
-    "tests/native/p4/passes_ops.p4": "clone_preserving_field_list argument types",
-    "tests/native/p4/profile_ops.p4": "anonymous implementation",
-    "tests/native/p4/signed_ops.p4": "a cast p4c refuses",
-    "tests/p4runtime/programs/digest_kinds.p4": "digest of a header type",
-}
+KNOWN: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")

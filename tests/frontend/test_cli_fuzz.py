@@ -382,6 +382,7 @@ def fake_compiler(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
         target_profile: str | None = None
         runtime_divmod: bool = False
         emit_externs: bool = False
+        value_arrays: bool = False
 
     def compile_file(path: Path, options: CompileOptions) -> FakeProgram:
         state.options = options
@@ -409,6 +410,9 @@ def test_options_reach_the_compiler(program: Path, fake_compiler: types.SimpleNa
     assert options.runtime_divmod is False
     assert run_cli(["--runtime-divmod", str(program)]).code == 0
     assert fake_compiler.options.runtime_divmod is True
+    assert options.value_arrays is False
+    assert run_cli(["--value-arrays", str(program)]).code == 0
+    assert fake_compiler.options.value_arrays is True
     assert options.emit_externs is False
     assert run_cli(["--emit-externs", str(program)]).code == 0
     assert fake_compiler.options.emit_externs is True

@@ -185,3 +185,31 @@ def test_serializable_enum_as_shift_amount(tmp_path: Path) -> None:
     program = GOOD / "enum_shift_amount.p4"
     for engine in ("python", "native"):
         assert stf_main(["--engine", engine, str(program), str(stf)]) == 0
+
+
+def test_dont_care_for_an_in_parameter_reads_as_zero(tmp_path: Path) -> None:
+    # p4c 1.2.5 passes an uninitialized temporary for `_` as an `in` argument, which BMv2
+    # reads as 0 (checked with p4c-bmv2-stf: etherType 0x08ff leaves as 0x0800); both engines
+    from p4reduce.switch.stf.cli import main as stf_main
+
+    stf = tmp_path / "dont_care.stf"
+    stf.write_text(
+        "packet 0 000000000001 000000000002 08ff\nexpect 1 000000000001 000000000002 0800\n"
+    )
+    program = GOOD / "dont_care_for_in_parameter.p4"
+    for engine in ("python", "native"):
+        assert stf_main(["--engine", engine, str(program), str(stf)]) == 0
+
+
+def test_cast_of_a_run_time_value_to_int_is_zero(tmp_path: Path) -> None:
+    # p4c 1.2.5 accepts (int)meta.b16 and writes it as meta.b16 & 0 in BMv2's JSON:
+    # (bit<8>)((int)meta.b16 + 1) is 1 (checked with p4c-bmv2-stf); both engines
+    from p4reduce.switch.stf.cli import main as stf_main
+
+    stf = tmp_path / "cast_int.stf"
+    stf.write_text(
+        "packet 0 000000000001 000000000002 0842\nexpect 1 000000000001 000000000002 0801\n"
+    )
+    program = GOOD / "cast_to_int_not_constant.p4"
+    for engine in ("python", "native"):
+        assert stf_main(["--engine", engine, str(program), str(stf)]) == 0

@@ -40,7 +40,7 @@ control ingress(inout H h, inout M m, inout standard_metadata_t sm) {
     table fwd {
         key = { m.bd: exact; h.vlan.isValid(): exact; }
         actions = { choose; @defaultonly NoAction; }
-        implementation = action_profile(32w128);
+        @name("fwd_profile") implementation = action_profile(32w128);  // p4c needs the name
     }
     apply {
         bd.apply();
@@ -111,6 +111,8 @@ def test_externs_are_linked(p4info) -> None:
     assert by_name(p4info.registers, "ingress.seen").type_spec.bitstring.bit.bitwidth == 32
     fwd = by_name(p4info.tables, "ingress.fwd")
     assert fwd.implementation_id >> 24 == 0x11
+    profile = by_name(p4info.action_profiles, "fwd_profile")
+    assert fwd.implementation_id == profile.preamble.id
 
 
 def test_controller_header_and_digest(p4info) -> None:

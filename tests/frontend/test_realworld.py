@@ -32,7 +32,6 @@ RUNS: dict[str, int] = {
     "struct_valued_expressions.p4": 6,
     "header_union_stack.p4": 4,
     "cast_to_int.p4": 7,
-    "arrays.p4": 8,
     "generic_struct_header.p4": 10,
     "extern_user_declared_unused.p4": 9,
 }

@@ -9,8 +9,8 @@
 #include <v1model.p4>
 
 header ctl_t {
-    bit<8> op;       // 0: I2E clone (field list fl), 1: I2E clone, 2: clone3, 3: resubmit
-                     // (field list), 4: resubmit(data), 5: drop, 6: E2E clone, 7: recirculate
+    bit<8> op;       // 0: I2E clone (field list fl), 1: I2E clone, 2: I2E clone (list 4), 3: resubmit
+                     // (field list), 4: resubmit (list 5), 5: drop, 6: E2E clone, 7: recirculate
     bit<8> session;
     bit<8> fl;
     bit<8> grp;
@@ -37,12 +37,13 @@ struct headers_t {
 }
 
 struct meta_t {
-    @field_list(1)
+    @field_list(1, 5)
     bit<8> keep1;
-    @field_list(1, 2)
+    @field_list(1, 2, 6)
     bit<8> keep2;
+    @field_list(4)
     bit<8> lose;
-    @field_list(1, 2, 3)
+    @field_list(1, 2, 3, 5, 6)
     bit<8> passes;
 }
 
@@ -86,19 +87,34 @@ control ingress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_
             }
             bool again = hdr.ctl.loops == 0xFF || meta.passes <= (hdr.ctl.loops & 3);
             if (hdr.ctl.op & 0x01 != 0) {
-                clone_preserving_field_list(CloneType.I2E, (bit<32>)hdr.ctl.session, hdr.ctl.fl);
+                // p4c takes the field list index only as a compile-time constant
+                bit<32> ses = (bit<32>)hdr.ctl.session;
+                if (hdr.ctl.fl == 1) {
+                    clone_preserving_field_list(CloneType.I2E, ses, 1);
+                } else if (hdr.ctl.fl == 2) {
+                    clone_preserving_field_list(CloneType.I2E, ses, 2);
+                } else if (hdr.ctl.fl == 3) {
+                    clone_preserving_field_list(CloneType.I2E, ses, 3);
+                } else {
+                    clone_preserving_field_list(CloneType.I2E, ses, 0);  // no such list
+                }
             }
             if (hdr.ctl.op & 0x02 != 0) {
                 clone(CloneType.I2E, (bit<32>)hdr.ctl.session + 1);
             }
             if (hdr.ctl.op & 0x04 != 0) {
-                clone3(CloneType.I2E, (bit<32>)hdr.ctl.session, {meta.lose, sm.ingress_port});
+                // p4c-bm2-ss 1.2.5 knows no clone3/resubmit/recirculate with data: field lists 4-6
+                clone_preserving_field_list(CloneType.I2E, (bit<32>)hdr.ctl.session, 4);
             }
             if (hdr.ctl.op & 0x08 != 0 && again) {
-                resubmit_preserving_field_list((hdr.ctl.fl & 3) | 1);
+                if (hdr.ctl.fl & 2 != 0) {
+                    resubmit_preserving_field_list(3);
+                } else {
+                    resubmit_preserving_field_list(1);
+                }
             }
             if (hdr.ctl.op & 0x10 != 0 && again) {
-                resubmit({meta.passes, meta.keep1});
+                resubmit_preserving_field_list(5);
             }
             if (hdr.ctl.op & 0x20 != 0) {
                 mark_to_drop(sm);
@@ -133,14 +149,26 @@ control egress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t
         if (hdr.ctl.isValid()) {
             bool again = hdr.ctl.loops == 0xFF || meta.passes <= (hdr.ctl.loops & 3);
             if (hdr.ctl.op & 0x40 != 0 && sm.instance_type != 2) {
-                clone_preserving_field_list(CloneType.E2E, (bit<32>)hdr.ctl.session,
-                                            hdr.ctl.fl & 3);
+                bit<32> ses = (bit<32>)hdr.ctl.session;
+                if (hdr.ctl.fl & 3 == 1) {
+                    clone_preserving_field_list(CloneType.E2E, ses, 1);
+                } else if (hdr.ctl.fl & 3 == 2) {
+                    clone_preserving_field_list(CloneType.E2E, ses, 2);
+                } else if (hdr.ctl.fl & 3 == 3) {
+                    clone_preserving_field_list(CloneType.E2E, ses, 3);
+                } else {
+                    clone_preserving_field_list(CloneType.E2E, ses, 0);
+                }
             }
             if (hdr.ctl.op & 0x80 != 0 && again) {
                 if (hdr.ctl.fl & 0x80 != 0) {
-                    recirculate({meta.passes, meta.keep2});
+                    recirculate_preserving_field_list(6);
                 } else {
-                    recirculate_preserving_field_list((hdr.ctl.fl & 3) | 1);
+                    if (hdr.ctl.fl & 2 != 0) {
+                        recirculate_preserving_field_list(3);
+                    } else {
+                        recirculate_preserving_field_list(1);
+                    }
                 }
             }
             if (hdr.ctl.port == 0x7f) {

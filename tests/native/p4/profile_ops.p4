@@ -110,7 +110,7 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
             hdr.eth.src: selector;
         }
         actions = { colour; NoAction; }
-        implementation = action_selector(HashAlgorithm.csum16, 32w8, 32w16);
+        @name("metered_selector") implementation = action_selector(HashAlgorithm.csum16, 32w8, 32w16);
         meters = dm;
         size = 8;
     }

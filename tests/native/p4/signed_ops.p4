@@ -82,10 +82,16 @@ control ingress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_
         actions = { put; put2; NoAction; }
         default_action = NoAction();
     }
+    // p4c-bm2-ss refuses negative action data in a default_action (-3: Negative values not
+    // supported yet), so the negative constant lives in the action body
+    action put_minus3() {
+        hdr.o.data = -16s3 |+| (int<16>)hdr.i.e;
+        hdr.o.hit = 1;
+    }
     table by_exact {
         key = { hdr.i.e : exact; }
-        actions = { put; NoAction; }
-        default_action = put(-3);
+        actions = { put; put_minus3; NoAction; }
+        default_action = put_minus3();
     }
 
     apply {
@@ -107,7 +113,7 @@ control ingress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_
         if (hdr.i.u > hdr.i.v) { cmp = cmp | 4; }
         if (hdr.i.c <= -1) { cmp = cmp | 8; }
         if (hdr.i.d > -100) { cmp = cmp | 16; }
-        if ((bit<16>)hdr.i.e < hdr.i.d[7:0] ++ 8w0) { cmp = cmp | 32; }
+        if ((bit<16>)(int<16>)hdr.i.e < hdr.i.d[7:0] ++ 8w0) { cmp = cmp | 32; }
         if (hdr.i.a == -1) { cmp = cmp | 64; }
         if ((hdr.i.a >> 63) != 0) { cmp = cmp | 128; }
         hdr.o.cmp = cmp;

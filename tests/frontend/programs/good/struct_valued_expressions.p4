@@ -1,4 +1,4 @@
-// Structure-valued expressions: functions returning structs, typed and untyped initializers, nested initializers, ?: on structs, struct equality, structs as hash data and action arguments.
+// Structure-valued expressions: functions returning structs, typed and untyped initializers, nested initializers (typed inside a comparison, as p4c 1.2.5 needs: bad/struct_init_nested_untyped_in_comparison.p4), ?: on structs, struct equality, structs as hash data and action arguments.
 #include <core.p4>
 #include <v1model.p4>
 header ethernet_t { bit<48> dstAddr; bit<48> srcAddr; bit<16> etherType; }
@@ -23,7 +23,7 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta, inout standard_met
         n.p = meta.b8 == 0 ? (pair_t){ a = 1, b = 1 } : p;
         take({ a = 9, b = 10 });
         take((pair_t){ a = 1, b = 2 });
-        bool e = n == (nest_t){ p = { a = 1, b = 1 }, c = 7 };
+        bool e = n == (nest_t){ p = (pair_t){ a = 1, b = 1 }, c = 7 };
         bool e2 = { a = 3, b = 4 } == p;
         hash(meta.b32, HashAlgorithm.crc32, 32w0, p, 32w65536);
         hash(meta.b16, HashAlgorithm.crc16, 16w0, { p, n.c }, 16w1024);

@@ -1,4 +1,4 @@
-// Action profiles and selectors constructed in the table property (implementation = action_profile(64)) next to a named one.
+// Action profiles and selectors constructed in the table property (implementation = action_profile(64)) next to a named one; each constructed one needs @name (p4c-bm2-ss refuses an anonymous one for P4Runtime, bad/bmv2_anonymous_implementation.p4).
 #include <core.p4>
 #include <v1model.p4>
 header ethernet_t { bit<48> dstAddr; bit<48> srcAddr; bit<16> etherType; }
@@ -21,7 +21,7 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta, inout standard_met
     table inline_profile {
         key = { hdr.ethernet.srcAddr : exact; }
         actions = { set; NoAction; }
-        implementation = action_profile(64);
+        @name("inline_ap") implementation = action_profile(64);
     }
     table inline_selector {
         key = {

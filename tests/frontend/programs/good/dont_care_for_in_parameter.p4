@@ -1,4 +1,4 @@
-// BAD: the don't-care argument _ is only allowed for out parameters, here it is passed for an 'in' parameter.
+// The don't-care argument _ for an 'in' parameter: p4c 1.2.5 accepts it (warning: may be uninitialized) and passes an uninitialized temporary, which BMv2 reads as 0.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -37,7 +37,8 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta, inout standard_met
         dst = src;
     }
     apply {
-        copy(_, meta.a);  // expect-error
+        copy(_, meta.a);
+        hdr.ethernet.etherType[7:0] = meta.a;
         standard_metadata.egress_spec = 1;
     }
 }
