@@ -12,7 +12,8 @@ from pathlib import Path
 
 import grpc
 import pytest
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+from p4reduce.proto import p4runtime_pb2, p4runtime_pb2_grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from switchproc import EXE, Switch  # noqa: E402
