@@ -49,6 +49,7 @@ from .. import p4lang
 from ..controller.credentials import JOB_SECRET_ENV, new_secret
 from .local import (
     Proc,
+    Stack,
     StackError,
     WorkerResult,
     command,
@@ -216,7 +217,7 @@ class NsHost:
         return ["nsenter", f"--net={NETNS_DIR / self.ns}", "--"]
 
 
-class Bmv2Stack:
+class Bmv2Stack(Stack):
     """BMv2 with N worker namespaces, the controller and its registration service.
 
     The same surface as ``LocalStack`` where ``check`` and ``demo`` use it: ``dir``,
@@ -275,17 +276,6 @@ class Bmv2Stack:
         self._worker_seq = 0
 
     # ------------------------------------------------------------------ life cycle
-    def __enter__(self) -> Bmv2Stack:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
     def start(self) -> None:
         why = missing()
         if why:

@@ -27,6 +27,7 @@ started: SIGTERM, then SIGKILL after a grace period, and removes the temporary d
 
 from __future__ import annotations
 
+import abc
 import concurrent.futures
 import contextlib
 import ctypes
@@ -46,7 +47,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import resources
 from ..controller.credentials import JOB_SECRET_ENV, new_secret
@@ -315,7 +316,33 @@ class WorkerResult:
     error: str = ""
 
 
-class LocalStack:
+_S = TypeVar("_S", bound="Stack")
+
+
+class Stack(abc.ABC):
+    """What every stack (loopback, BMv2, Mininet) is as a context manager: ``start()`` on
+    entry, and ``stop()`` both on exit and when ``start()`` fails half way, so whatever it
+    had started (processes, namespaces, links) is gone either way."""
+
+    @abc.abstractmethod
+    def start(self) -> None: ...
+
+    @abc.abstractmethod
+    def stop(self) -> None: ...
+
+    def __enter__(self: _S) -> _S:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class LocalStack(Stack):
     """The embedded switch, the controller's registration service and worker processes.
 
     ``peers``: the workers' own UDP addresses, one per port (``len(peers) == ports``); the
@@ -383,17 +410,6 @@ class LocalStack:
         self.switch_args = list(switch_args)  # extra p4reduce-switch options (e.g. --engine)
 
     # ------------------------------------------------------------------ life cycle
-    def __enter__(self) -> LocalStack:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
     def start(self) -> None:
         if self._workdir_arg is None:
             self.dir = Path(tempfile.mkdtemp(prefix="p4reduce-stack-"))

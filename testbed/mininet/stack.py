@@ -43,6 +43,7 @@ from typing import Any
 from ...controller.credentials import JOB_SECRET_ENV, new_secret
 from ..local import (
     Proc,
+    Stack,
     StackError,
     WorkerResult,
     command,
@@ -118,7 +119,7 @@ def mininet_missing() -> str | None:
     return None
 
 
-class MininetStack:
+class MininetStack(Stack):
     """N Mininet hosts around one P4 switch, the controller and its registration service."""
 
     def __init__(
@@ -162,17 +163,6 @@ class MininetStack:
         self._seq = 0
 
     # ------------------------------------------------------------------ life cycle
-    def __enter__(self) -> MininetStack:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
     def start(self) -> None:
         t0 = time.perf_counter()
         (self.dir / "logs").mkdir(parents=True, exist_ok=True)
