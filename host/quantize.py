@@ -369,6 +369,7 @@ class _Tables:
             # n < 2^8; beyond (more workers than a job has, but the API takes up to 2^16)
             # every row takes the clamped path, in the kernel and in numpy alike.
             self.q_regular_from = 256
+            self.q_irregular = np.ones(256, dtype=bool)  # quantize_row: the same path
 
 
 def _exponent_index(exponents: np.ndarray, b: int) -> np.ndarray:
