@@ -481,7 +481,9 @@ def test_packet_in_and_out(harness: Harness) -> None:
     m.packet.payload = frame(1)
     m.packet.metadata.add(metadata_id=1, value=b"\x00\x04")  # padded accepted
     h.stream.send(m)
-    h.client.read(p4rt.DigestEntry())  # round trip
+    # the stream handles its messages in order: the reply to a second arbitration update
+    # comes once the packet-out was handled (a read RPC could overtake it under load)
+    assert h.stream.arbitrate((0, 1)).arbitration.status.code == 0
     assert h.sent == [(4, frame(1))]
     # packet-out echoed back to the CPU port becomes a packet-in
     m.packet.metadata[0].value = CPU_PORT.to_bytes(2, "big")
