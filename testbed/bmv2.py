@@ -54,6 +54,7 @@ from .local import (
     WorkerResult,
     command,
     die_with_parent_preexec,
+    failed,
     find_p4src,
     last_line,
     last_line_of,
@@ -532,7 +533,7 @@ class Bmv2Stack(Stack):
             running = [p for p in procs if p.alive()]
             failure = next(
                 (f"worker {r} failed: {p.error()}" for r, p in enumerate(procs)
-                 if not p.alive() and p.popen.returncode != 0), None,
+                 if failed(p.popen)), None,
             ) or self.check_alive()  # fmt: skip
             if failure is not None or not running:
                 break

@@ -219,6 +219,18 @@ def terminate(popens: Sequence[subprocess.Popen[bytes]], grace: float = 10.0) ->
             p.wait()
 
 
+def failed(popen: subprocess.Popen[bytes]) -> bool:
+    """Whether a child has exited with an error. A child that SIGINT killed (exit status
+    -2 or 130) was stopped by the terminal's Ctrl-C, which reaches the whole process group:
+    that is the user interrupting us, not the child failing, so it raises KeyboardInterrupt
+    here rather than being reported as "worker N failed" (the parent may see the child's
+    exit before its own signal handler has run)."""
+    code = popen.poll()
+    if code in (-signal.SIGINT, 128 + signal.SIGINT):
+        raise KeyboardInterrupt
+    return code is not None and code != 0
+
+
 def last_line(path: Path) -> str:
     try:
         lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines()]
@@ -698,7 +710,7 @@ class LocalStack(Stack):
         while True:
             running = [p for p in procs if p.alive()]
             for rank, p in enumerate(procs):
-                if not p.alive() and p.popen.returncode != 0 and failure is None:
+                if failure is None and failed(p.popen):
                     failure = f"worker {rank} failed: {p.error()}"
             if failure is None:
                 for what in (self.switch, self.serve):

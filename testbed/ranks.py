@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..free_port import free_port
-from .local import last_line, stop_signals_held, terminate
+from .local import failed, last_line, stop_signals_held, terminate
 
 
 class RanksError(Exception):
@@ -108,7 +108,7 @@ class Ranks:
 
     def _failure(self) -> str | None:
         for r in self.ranks:
-            if not r.alive() and r.popen.returncode != 0:
+            if failed(r.popen):
                 return f"rank {r.rank} failed: {r.error()}"
         return None
 

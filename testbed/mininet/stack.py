@@ -48,6 +48,7 @@ from ..local import (
     WorkerResult,
     command,
     die_with_parent_preexec,
+    failed,
     last_line,
     stop_signals_held,
     terminate,
@@ -455,7 +456,7 @@ class MininetStack(Stack):
         failure: str | None = None
         while True:
             for p in procs:
-                if not p.alive() and p.popen.returncode != 0:
+                if failed(p.popen):
                     failure = f"{p.name} failed: {p.error()}"
                     break
             if failure is None:
