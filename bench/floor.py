@@ -1,5 +1,5 @@
 """The kernel floor for the switch benchmarks: ``bench/c/reflector.c``, compiled at bench run
-time with ``cc`` (cached by content hash like the native engine), as a reflector that does
+time by switch/native/build.py (the compiler and content-hash cache of the native engine), as a reflector that does
 the switch's receives and multicast sends with recvmmsg/sendmmsg and no P4, and as a batched
 C load generator of aggregation packets (docs/benchmarks.md, "kernel floor").
 
@@ -10,10 +10,7 @@ a benchmark on its own.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
-import os
-import shutil
 import socket
 import struct
 import subprocess
@@ -29,33 +26,15 @@ class FloorUnavailable(RuntimeError):
     """No C compiler, or reflector.c did not build: the floor figures are left out."""
 
 
-def _cache_dir() -> Path:
-    env = os.environ.get("P4REDUCE_CACHE_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "p4reduce" / "native"
-
-
 def build() -> Path:
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        raise FloorUnavailable("no C compiler (cc) on PATH")
-    digest = hashlib.sha256(SOURCE.read_bytes() + " ".join((cc, *FLAGS)).encode()).hexdigest()
-    exe = _cache_dir() / f"reflector-{digest[:24]}"
-    if exe.exists():
-        return exe
-    exe.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=exe.parent)
-    os.close(fd)
+    """The reflector program, compiled and cached by the one run-time build
+    (switch/native/build.py: P4REDUCE_CC, the content-hash cache)."""
+    from p4reduce.switch.native.build import BuildError, build_files
+
     try:
-        done = subprocess.run([cc, *FLAGS, "-o", tmp, str(SOURCE)], capture_output=True, text=True)
-        if done.returncode != 0:
-            first = (done.stderr.strip().splitlines() or ["no output"])[0]
-            raise FloorUnavailable(f"{cc} failed on reflector.c: {first}")
-        os.chmod(tmp, 0o755)
-        os.replace(tmp, exe)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return exe
+        return build_files("reflector", SOURCE, FLAGS)
+    except BuildError as exc:
+        raise FloorUnavailable(str(exc)) from None
 
 
 def worker_sockets(n: int) -> list[socket.socket]:

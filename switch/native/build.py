@@ -1,10 +1,16 @@
-"""Compile generated C into a shared object, cached by content hash, and load it.
+"""The one place p4reduce compiles C at run time: find the compiler, compile, cache by content
+hash, load.
 
-The cache key is the SHA-256 of the generated source (which embeds the generator version and
-the fixed runtime) and the compiler flags. Objects are written to a temporary name in the
-cache directory and renamed into place, so a concurrent start never loads half a file.
-Every failure (no compiler, the compiler crashing or refusing the code, an unwritable or
-full cache directory) raises ``BuildError`` with one line saying what went wrong.
+Three users share it: the native engine (generated C, ``build()``), the native I/O loop of
+p4reduce-switch (``ioloop.py``) and the kernel-floor reflector of the benchmarks
+(``bench/floor.py``), the last two through ``build_files()``. The compiler is ``compiler()``'s
+one lookup: ``$P4REDUCE_CC``, else ``$CC``, else ``cc``, else ``gcc`` (a P4REDUCE_CC or CC that
+names no program means no compiler: the caller falls back to Python with its one-line notice).
+The cache key is the SHA-256 of the sources (a generated source embeds the generator version
+and the fixed runtime) and the flags. Objects are built in a work directory in the cache
+directory and renamed into place, so a concurrent start never loads half a file. Every
+failure (no compiler, the compiler crashing or refusing the code, an unwritable or full cache
+directory) raises ``BuildError`` with one line saying what went wrong.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -39,8 +46,11 @@ def cache_dir() -> Path:
 
 
 def compiler() -> str | None:
-    cc = os.environ.get("P4REDUCE_CC") or os.environ.get("CC") or "cc"
-    return shutil.which(cc)
+    """The C compiler every run-time build uses (the module's docstring), or None."""
+    for var in ("P4REDUCE_CC", "CC"):
+        if os.environ.get(var):
+            return shutil.which(os.environ[var])  # named: that one or none
+    return shutil.which("cc") or shutil.which("gcc")
 
 
 def flags(sanitize: bool, source: str = "") -> list[str]:
@@ -64,32 +74,66 @@ def object_path(source: str, sanitize: bool = False) -> Path:
 def build(source: str, sanitize: bool = False, timeout: float = COMPILE_TIMEOUT) -> Path:
     """The path of the shared object for ``source``, compiling it on a cache miss (the
     compiler gets ``timeout`` seconds)."""
-    opts = flags(sanitize, source)
     target = object_path(source, sanitize)
-    directory = target.parent
     if target.exists():
         return target  # a second start needs no compiler
+    include = resources.files(__package__).joinpath("runtime")
+    opts = [*flags(sanitize, source), "-I", str(include)]
+    return _compile(target, opts, "engine.c", source, timeout)
+
+
+def build_files(
+    stem: str,
+    main: Path,
+    flags: Sequence[str],
+    depends: Sequence[Path] = (),
+    suffix: str = "",
+    timeout: float = COMPILE_TIMEOUT,
+) -> Path:
+    """The cached output of ``cc flags -o OUT main`` (a shared object or a program, as the
+    flags say), keyed by the contents of ``main`` and ``depends``, the compiler and the
+    flags; compiled on a cache miss. ``stem`` and ``suffix`` name the cached file."""
     cc = compiler()
     if cc is None:
-        raise BuildError("no C compiler found (cc; set CC or P4REDUCE_CC)")
+        raise BuildError(_NO_CC)
+    digest = hashlib.sha256()
+    for path in (main, *depends):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    digest.update("\0".join((cc, *flags)).encode())
+    target = cache_dir() / f"{stem}-{digest.hexdigest()[:24]}{suffix}"
+    if target.exists():
+        return target
+    opts = [*flags, "-I", str(main.parent)]
+    return _compile(target, opts, main.name, main.read_text(), timeout)
+
+
+_NO_CC = "no C compiler found (cc or gcc on PATH; set P4REDUCE_CC or CC)"
+
+
+def _compile(target: Path, opts: Sequence[str], name: str, source: str, timeout: float) -> Path:
+    """Compile ``source`` (written as ``name`` in a work directory) with ``opts`` into
+    ``target``, renamed into place once whole."""
+    cc = compiler()
+    if cc is None:
+        raise BuildError(_NO_CC)
+    directory = target.parent
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise BuildError(f"cache directory {directory} cannot be created: {e.strerror}") from None
-    include = resources.files(__package__).joinpath("runtime")
     sweep_stale(directory, 2 * timeout)
     try:
         work = tempfile.mkdtemp(prefix=".build-", dir=directory)
     except OSError as e:
         raise BuildError(f"cache directory {directory} is not writable: {e.strerror}") from None
     try:
-        src = Path(work) / "engine.c"
-        obj = Path(work) / "engine.so"
+        src = Path(work) / name
+        obj = Path(work) / "out"
         try:
             src.write_text(source)
         except OSError as e:
             raise BuildError(f"cache directory {directory}: {e.strerror}") from None
-        cmd = [cc, *opts, "-I", str(include), "-o", str(obj), str(src)]
+        cmd = [cc, *opts, "-o", str(obj), str(src)]
         try:
             run = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
         except subprocess.TimeoutExpired:
@@ -98,7 +142,7 @@ def build(source: str, sanitize: bool = False, timeout: float = COMPILE_TIMEOUT)
             raise BuildError(f"the C compiler {cc} could not run: {e}") from None
         if run.returncode != 0 or not obj.exists():
             detail = _first_error(run.stderr) or f"exit status {run.returncode}"
-            raise BuildError(f"the C compiler {cc} failed: {detail}")
+            raise BuildError(f"the C compiler {cc} failed on {name}: {detail}")
         try:
             os.replace(obj, target)
         except OSError as e:

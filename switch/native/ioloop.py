@@ -1,10 +1,10 @@
 """The native I/O loop (``runtime/ioloop.c``) from Python: build it, lend it the ports' sockets,
 give it a handler, read its counters.
 
-The C file is compiled at run time with the system compiler (``cc``) into a shared object
-cached by the SHA-256 of its sources and flags, in ``$P4REDUCE_CACHE_DIR`` or
-``~/.cache/p4reduce/native`` (the directory the native engine caches into), so a second start
-is instant. No compiler: ``load()`` returns None and ``unavailable_reason()`` says why in one
+The C file is compiled at run time by ``build.py`` (the one compiler lookup, honouring
+``$P4REDUCE_CC``) into a shared object cached by the SHA-256 of its sources and flags, in
+``$P4REDUCE_CACHE_DIR`` or ``~/.cache/p4reduce/native`` (the directory the native engine
+caches into), so a second start is instant. No compiler: ``load()`` returns None and ``unavailable_reason()`` says why in one
 line; the switch then runs its Python loop. ``load(sanitize=True)`` builds a separate
 AddressSanitizer/UBSan object for tests (it needs libasan preloaded into the process).
 
@@ -16,12 +16,8 @@ loop".
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
-import shutil
 import socket
-import subprocess
-import tempfile
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -31,6 +27,8 @@ from ..ports.base import MAX_FRAME, Port, PortCounters
 from ..ports.ipudp import Endpoints, NotUdp
 from ..ports.raw import RawSocketPort
 from ..ports.udp import UdpAdapter, UdpPort
+from .build import BuildError, build_files
+from .build import compiler as compiler  # the one lookup, re-exported for the loop's callers
 
 RUNTIME = Path(__file__).resolve().parent / "runtime"
 SOURCES = ("ioloop.c", "ioloop.h", "p4r_handler.h")
@@ -116,54 +114,21 @@ class NativeUnavailable(RuntimeError):
     """The native loop cannot be built or loaded here; the message is one line."""
 
 
-def cache_dir() -> Path:
-    env = os.environ.get("P4REDUCE_CACHE_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "p4reduce" / "native"
-
-
-def compiler() -> str | None:
-    return os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-
-
 def build(*, sanitize: bool = False) -> Path:
-    """The shared object, compiled if the cache has none for these sources and flags.
+    """The shared object, compiled if the cache has none for these sources and flags
+    (build.build_files: the one compiler lookup and cache of every run-time build).
     Raises NativeUnavailable (one line) when there is no compiler or it fails."""
-    cc = compiler()
-    if cc is None:
-        raise NativeUnavailable("no C compiler (cc) on PATH")
-    flags = _SANITIZE if sanitize else _CFLAGS
-    digest = hashlib.sha256()
-    for name in SOURCES:
-        digest.update(name.encode() + b"\0" + (RUNTIME / name).read_bytes() + b"\0")
-    digest.update(" ".join((cc, *flags)).encode())
-    target = cache_dir() / f"ioloop-{'asan-' if sanitize else ''}{digest.hexdigest()[:24]}.so"
-    if target.exists():
-        return target
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        # Built beside the target and renamed into place: concurrent builders never see a
-        # half-written object, and the last rename wins with identical content.
-        fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
-        os.close(fd)
-    except OSError as exc:
-        raise NativeUnavailable(f"cannot write the native cache {target.parent}: {exc}") from None
-    try:
-        proc = subprocess.run(
-            [cc, *flags, "-o", tmp, str(RUNTIME / "ioloop.c")],
-            capture_output=True,
-            text=True,
+        return build_files(
+            "ioloop-asan" if sanitize else "ioloop",
+            RUNTIME / SOURCES[0],
+            _SANITIZE if sanitize else _CFLAGS,
+            depends=[RUNTIME / name for name in SOURCES[1:]],
+            suffix=".so",
             timeout=120,
         )
-        if proc.returncode != 0:
-            first = (proc.stderr.strip().splitlines() or ["(no message)"])[0]
-            raise NativeUnavailable(f"{cc} failed on ioloop.c (exit {proc.returncode}): {first}")
-        os.replace(tmp, target)
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise NativeUnavailable(f"{cc} could not build ioloop.c: {exc}") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return target
+    except BuildError as exc:
+        raise NativeUnavailable(str(exc)) from None
 
 
 _libs: dict[bool, ctypes.CDLL] = {}
