@@ -9,6 +9,12 @@ prints for a program both accept are compared too and listed when they differ, w
 failing the comparison.
 
     python bench/p4c_diff.py [--json] [-j N] [--cache DIR | --no-cache] [--only SUBSTR]
+                             [--rules | --all]
+
+``--rules`` compares the programs generated per spec rule (tests/frontend/rules/programs.py,
+written to build/p4c_rules) instead, ``--all`` both; for those, where both refuse, the first
+error must be on the same line (``error-line`` otherwise). The summary ends with the
+accept/refuse agreement and the share of programs both accept whose P4Info is identical.
 
 Exit status 0 when every program agrees, 1 on any mismatch, 2 when p4c-bm2-ss is missing.
 
@@ -78,6 +84,9 @@ class Job:
     include_dirs: tuple[str, ...] = ()
     defines: tuple[tuple[str, str], ...] = ()
     emit_externs: bool = False
+    # a generated rule program (tests/frontend/rules): where both refuse, the first error's
+    # line must be the same too
+    error_line: bool = False
 
     @property
     def label(self) -> str:
@@ -112,7 +121,7 @@ class Outcome:
 @dataclass
 class Verdict:
     job: Job
-    status: str  # "agree" | "accept-reject" | "p4info"
+    status: str  # "agree" | "accept-reject" | "p4info" | "error-line"
     detail: str = ""
     # shadowing warnings only one side printed (p4c's order of visiting differs, so sets)
     warnings_only_p4c: list[str] = field(default_factory=list)
@@ -161,6 +170,24 @@ def discover(root: Path = ROOT) -> list[Job]:
         if _USER_EXTERN.search(text):
             jobs.append(Job(rel, incs, emit_externs=True))
     return jobs
+
+
+RULES_MODULE = Path("tests") / "frontend" / "rules" / "programs.py"
+RULES_DIR = Path("build") / "p4c_rules"
+
+
+def rule_jobs(root: Path = ROOT) -> list[Job]:
+    """The programs generated per spec rule (tests/frontend/rules/programs.py), written
+    under build/p4c_rules; their first errors are compared by line too."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("p4c_rule_programs", root / RULES_MODULE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    paths = module.write_all(root / RULES_DIR)
+    return [Job(p.relative_to(root).as_posix(), error_line=True) for p in paths]
 
 
 # ------------------------------------------------------------------ running p4c
@@ -321,12 +348,24 @@ def compare(job: Job, ours: Outcome, theirs: Outcome) -> Verdict:
     return verdict
 
 
+_LINE = re.compile(r"\((\d+)\):")
+
+
+def _line(error: str) -> int | None:
+    """The line of a ``FILE(LINE): ...`` error; None for one without a position."""
+    m = _LINE.search(error)
+    return int(m.group(1)) if m else None
+
+
 def _compare(job: Job, ours: Outcome, theirs: Outcome) -> Verdict:
     ours_s = "accept" if ours.accepted else ours.error
     p4c_s = "accept" if theirs.accepted else theirs.error
     if ours.accepted != theirs.accepted:
         detail = f"    ours: {ours_s}\n    p4c:  {p4c_s}"
         return Verdict(job, "accept-reject", detail, ours=ours_s, p4c=p4c_s)
+    if not ours.accepted and job.error_line and _line(ours.error) != _line(theirs.error):
+        detail = f"    ours: {ours_s}\n    p4c:  {p4c_s}"
+        return Verdict(job, "error-line", detail, ours=ours_s, p4c=p4c_s)
     if ours.accepted:
         a, b = normalised_text(theirs.p4info), normalised_text(ours.p4info)
         if a != b:
@@ -364,14 +403,26 @@ def run_all(
 
 
 def summary(verdicts: list[Verdict]) -> str:
-    counts = {s: sum(v.status == s for v in verdicts) for s in ("agree", "accept-reject", "p4info")}
+    kinds = ("agree", "accept-reject", "p4info", "error-line")
+    counts = {s: sum(v.status == s for v in verdicts) for s in kinds}
     both_refuse = sum(v.status == "agree" and v.ours != "accept" for v in verdicts)
     warn = sum(bool(v.warnings_only_p4c or v.warnings_only_ours) for v in verdicts)
+    accepted_both = [v for v in verdicts if v.ours == "accept" and v.p4c == "accept"]
+    same_outcome = sum((v.ours == "accept") == (v.p4c == "accept") for v in verdicts)
+    same_info = sum(v.status == "agree" for v in accepted_both)
     return (
         f"{len(verdicts)} compilations: {counts['agree']} agree ({both_refuse} refused by both), "
-        f"{counts['accept-reject']} accept/reject mismatches, {counts['p4info']} P4Info diffs; "
-        f"shadowing warnings differ for {warn}"
+        f"{counts['accept-reject']} accept/reject mismatches, {counts['p4info']} P4Info diffs, "
+        f"{counts['error-line']} first errors on other lines; "
+        f"shadowing warnings differ for {warn}\n"
+        f"accept/refuse agreement {same_outcome}/{len(verdicts)} ({_pct(same_outcome, len(verdicts))}); "
+        f"P4Info identical {same_info}/{len(accepted_both)} of those both accept "
+        f"({_pct(same_info, len(accepted_both))})"
     )
+
+
+def _pct(n: int, total: int) -> str:
+    return f"{100.0 * n / total:.1f} %" if total else "n/a"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -381,11 +432,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="p4c result cache dir")
     ap.add_argument("--no-cache", action="store_true", help="always run p4c")
     ap.add_argument("--only", default="", help="only programs whose path contains this")
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument(
+        "--rules",
+        action="store_true",
+        help="the programs generated per spec rule instead of the repository's",
+    )
+    which.add_argument("--all", action="store_true", help="the repository's and the rules'")
     args = ap.parse_args(argv)
     if p4lang.find(P4C) is None:
         print(f"p4c_diff: {p4lang.missing_reason(P4C)}", file=sys.stderr)
         return 2
-    jobs = [j for j in discover() if args.only in j.program]
+    base = [] if args.rules else discover()
+    jobs = [
+        j for j in base + (rule_jobs() if args.rules or args.all else []) if args.only in j.program
+    ]
 
     def show(v: Verdict) -> None:
         if args.json:
