@@ -2,10 +2,25 @@
    (the actions as tuples), the native driver's entry points, the module's functions. */
 
 #include "engine.h"
+#include "udpio.h"
 
 #include <errno.h>
 
 static PyTypeObject CoreType; /* below */
+
+/* udp_offload(on=None) -> bool: whether the native driver uses UDP GSO/GRO where the
+   socket has them (udpio.h); `on` True/False sets it for the process (the default comes
+   from P4REDUCE_UDP_OFFLOAD: 0 is off). Returns the setting before the call. */
+static PyObject *udp_offload(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    PyObject *on = Py_None;
+    if (!PyArg_ParseTuple(args, "|O:udp_offload", &on))
+        return NULL;
+    int set = -1;
+    if (on != Py_None && (set = PyObject_IsTrue(on)) < 0)
+        return NULL;
+    return PyBool_FromLong(udp_offload_mode(set));
+}
 
 /* use_avx2(on) -> bool: run the AVX2 copy of the lane loops when `on` and the CPU has
    AVX2, else the baseline copy (tests run both). The module starts with on=True. */
@@ -583,6 +598,8 @@ static PyTypeObject CoreType = {
 static PyMethodDef module_methods[] = {
     {"use_avx2", use_avx2, METH_O,
      "use_avx2(on) -> bool: the AVX2 copy of the lane loops when on and the CPU has it"},
+    {"udp_offload", udp_offload, METH_VARARGS,
+     "udp_offload(on=None) -> bool: UDP GSO/GRO in the native driver (the setting before)"},
     {"run_group", run_group, METH_VARARGS,
      "run_group(cores, fd, mode, budget) -> (ended, end action or None, io counters): the "
      "native driver with one thread per core (disjoint slot ranges)"},

@@ -27,6 +27,7 @@
    every thread returns and the next run starts them again (mode 2). */
 
 #include "engine.h"
+#include "udpio.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -50,6 +51,7 @@ typedef struct {
     Sink k;
     int counted_end;   /* this core's end was counted in g->open / g->stop */
     IoCounters io;
+    int off;               /* this thread's UDP offloads (udpio.h): GSO may drop out */
     int rc, os_error;
     pthread_mutex_t lock;  /* guards inbox */
     Packets inbox, spare;  /* packets routed here by thread 0; spare: the one being read */
@@ -62,6 +64,7 @@ struct Group {
     int fd, mode, nthreads;
     double until;
     Py_ssize_t cap;   /* bytes per received datagram buffer: pkt_cap + 1 */
+    int off;          /* the socket's UDP offloads for this run (udpio.h) */
     Worker *w;
     int stop;         /* atomic: a core failed or broke, or out of memory */
     int open;         /* atomic: cores not done */
@@ -179,40 +182,33 @@ static int drain_inbox(Worker *w)
 static int receive(Worker *w, uint8_t *rbuf)
 {
     Group *g = w->g;
-    struct mmsghdr msgs[BATCH];
-    struct iovec iov[BATCH];
-    for (int i = 0; i < BATCH; i++) {
-        iov[i].iov_base = rbuf + i * g->cap;
-        iov[i].iov_len = (size_t)g->cap;
-        memset(&msgs[i].msg_hdr, 0, sizeof msgs[i].msg_hdr);
-        msgs[i].msg_hdr.msg_iov = &iov[i];
-        msgs[i].msg_hdr.msg_iovlen = 1;
-    }
-    int r = recvmmsg(g->fd, msgs, BATCH, MSG_DONTWAIT, NULL);
-    if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-        count_error(&w->io, errno, 1); /* e.g. ECONNREFUSED from an ICMP error */
-    if (r <= 0)
+    RxBatch b;
+    if (rx_batch(g->fd, g->off, rbuf, g->cap, &b, &w->io) <= 0)
         return 0;
     uint8_t wake_mask[MAX_THREADS] = {0};
     double now = mono();
     int rc = 0;
-    for (int i = 0; i < r && rc == 0 && running(w); i++) {
-        const uint8_t *d = rbuf + i * g->cap;
-        Py_ssize_t len = msgs[i].msg_len;
-        w->io.received += 1;
-        w->io.bytes_received += len;
-        int t = len >= HEADER_BYTES ? owner(g, (Py_ssize_t)((((uint32_t)d[4] << 8) | d[5]) & 0x7FFF))
-                                    : 0;
-        if (t == w->t) {
-            rc = ev_packet(w->c, d, len, now, &w->k);
-            note_end(w);
-            continue;
+    for (int i = 0; i < b.n && rc == 0 && running(w); i++) {
+        const uint8_t *d;
+        Py_ssize_t len;
+        for (Py_ssize_t j = 0; rc == 0 && running(w) && (len = rx_datagram(&b, i, j, g->cap, &d)) >= 0;
+             j++) {
+            w->io.received += 1;
+            w->io.bytes_received += len;
+            int t = len >= HEADER_BYTES
+                        ? owner(g, (Py_ssize_t)((((uint32_t)d[4] << 8) | d[5]) & 0x7FFF))
+                        : 0;
+            if (t == w->t) {
+                rc = ev_packet(w->c, d, len, now, &w->k);
+                note_end(w);
+                continue;
+            }
+            int rr = route(&g->w[t], d, len, g->cap);
+            if (rr < 0)
+                rc = -1;
+            else if (rr)
+                wake_mask[t] = 1;
         }
-        int rr = route(&g->w[t], d, len, g->cap);
-        if (rr < 0)
-            rc = -1;
-        else if (rr)
-            wake_mask[t] = 1;
     }
     for (int t = 0; t < g->nthreads; t++)
         if (wake_mask[t])
@@ -227,7 +223,8 @@ static void *work(void *arg)
     Core *c = w->c;
     uint8_t *rbuf = NULL;
     int rc = 0;
-    rbuf = PyMem_RawMalloc((size_t)(BATCH * g->cap));
+    w->off = g->off;
+    rbuf = PyMem_RawMalloc(rx_buffer_bytes(g->off, g->cap));
     if (!rbuf)
         rc = -1;
     /* one start time for every core, as one core starts every slot at one `now`: the
@@ -239,7 +236,7 @@ static void *work(void *arg)
         rc = ev_resume(c, now, &w->k); /* every outstanding packet again, a fresh budget */
     note_end(w);
     while (rc == 0 && running(w)) {
-        int waiting = flush_queue(c, g->fd, &w->io);
+        int waiting = flush_queue_off(c, g->fd, &w->io, &w->off);
         now = mono();
         if (now >= g->until)
             break;
@@ -293,7 +290,7 @@ static void *work(void *arg)
             rc = ev_fail_check(c, when, &w->k);
     }
     if (rc == 0)
-        flush_queue(c, g->fd, &w->io); /* best effort, as the one-thread driver */
+        flush_queue_off(c, g->fd, &w->io, &w->off); /* best effort, as the one-thread driver */
     else
         stop_all(g); /* out of memory: every thread returns, the caller raises */
     PyMem_RawFree(rbuf);
@@ -326,7 +323,7 @@ static int leftovers(Group *g)
         p->len = 0;
         if (rc < 0)
             return -1;
-        flush_queue(w->c, g->fd, &w->io);
+        flush_queue_off(w->c, g->fd, &w->io, &w->off);
     }
     return 0;
 }
@@ -353,9 +350,12 @@ HIDDEN int drive_group(Core **cores, int nthreads, int fd, int mode, double budg
     g.until = g.t0 + budget;
     pthread_mutex_init(&g.fail_lock, NULL);
     g.cap = cores[0]->pkt_cap + 1; /* a longer datagram comes back truncated: malformed */
+    g.off = offload_begin(fd);
     g.w = PyMem_RawCalloc((size_t)nthreads, sizeof *g.w);
-    if (!g.w)
+    if (!g.w) {
+        offload_end(fd, g.off);
         return -1;
+    }
     int open = 0, rc = 0;
     for (int t = 0; t < nthreads; t++) {
         Worker *w = &g.w[t];
@@ -413,5 +413,6 @@ HIDDEN int drive_group(Core **cores, int nthreads, int fd, int mode, double budg
     }
     PyMem_RawFree(g.w);
     pthread_mutex_destroy(&g.fail_lock);
+    offload_end(fd, g.off);
     return rc;
 }
