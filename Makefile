@@ -10,8 +10,9 @@ P4SRC  := $(wildcard p4src/*.p4)
 
 install: $(STAMP)
 
-# Re-run only when the package metadata or the compiled kernel changes; `make install` is idempotent.
-$(STAMP): pyproject.toml setup.py host/_quantize_c.c host/_simd.h $(wildcard host/_engine/*.c host/_engine/*.h)
+# Re-run only when the package metadata, the compiled kernel or the contracts' spec changes (setup.py
+# regenerates constants.p4 and contracts.h from it); `make install` is idempotent.
+$(STAMP): pyproject.toml setup.py p4reduce/contracts/spec.py host/_quantize_c.c host/_simd.h $(wildcard host/_engine/*.c host/_engine/*.h)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'

@@ -10,7 +10,21 @@ multiply-add where numpy rounds twice) and never -ffast-math. dequantize may wri
 float32 results over its int32 input, so no strict-aliasing assumptions either.
 """
 
+import sys
+from pathlib import Path
+
 from setuptools import Extension, setup
+
+# Generate p4src/include/constants.p4 and host/_engine/contracts.h from the one source of the
+# values P4, Python and C share (p4reduce/contracts/spec.py) before anything is compiled; only
+# stale files are written, so an up-to-date tree rebuilds nothing.
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+from p4reduce.contracts import generate  # noqa: E402  (the tree's own copy, before install)
+
+del sys.path[0]
+for _rel in generate.write(ROOT):
+    print(f"setup.py: regenerated {_rel} from p4reduce/contracts/spec.py")
 
 FLAGS = ["-O3", "-ffp-contract=off", "-fno-strict-aliasing"]
 # the native engine's files (host/_engine/engine.h): one extension module
@@ -29,7 +43,7 @@ setup(
         Extension(
             "p4reduce.host._engine_c",
             [f"host/_engine/{f}.c" for f in ENGINE_FILES],
-            depends=["host/_engine/engine.h", "host/_simd.h"],
+            depends=["host/_engine/engine.h", "host/_engine/contracts.h", "host/_simd.h"],
             extra_compile_args=[*FLAGS, "-pthread"],
             extra_link_args=["-pthread"],
         ),

@@ -30,9 +30,11 @@ from p4reduce.switch.interp.matches import Exact
 from p4reduce.switch.native.select import make_switch
 from p4reduce.switch.ports.ipudp import Endpoints, build_frame
 
+from p4reduce import contracts
+
 ROOT = Path(__file__).resolve().parent.parent
 SWITCH_IP, SWITCH_MAC = "10.0.0.254", 0x0200000000FE
-AGG_PORT = 48864
+AGG_PORT = contracts.AGG_PORT  # the programs' default (p4reduce/contracts/spec.py)
 JOB_ID, JOB_INDEX, SLOTS = 7, 1, 512
 JOB_KEY = 0x5EC2E7AB  # docs/protocol.md, "Job keys"
 MSG = {"dense": 1, "sparse": 2}

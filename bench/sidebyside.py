@@ -56,13 +56,13 @@ from p4reduce.switch.ports.ipudp import Endpoints, build_frame
 from p4reduce.testbed.cpu import proc_times
 from p4reduce.testbed.local import command
 
-from p4reduce import p4lang
+from p4reduce import contracts, p4lang
 
 ROOT = Path(__file__).resolve().parents[1]
 DENSE = ROOT / "p4src" / "dense.p4"
 FWD = ROOT / "tests" / "process" / "fwd.p4"
 SWITCH_IP, SWITCH_MAC = "10.0.0.254", "02:00:00:00:00:fe"
-AGG_PORT = 48864  # p4src/include/constants.p4's default
+AGG_PORT = contracts.AGG_PORT  # the programs' default (p4reduce/contracts/spec.py)
 JOB_ID, JOB_KEY = 1, 0x5EC2E7AB
 MTU = 4500  # K = 1024 frames are 4,186 bytes (an IP MTU of 4,172); BMv2 sizes its ring by it
 FWD_FRAME = 64  # bytes of the forwarding workload's frames (a minimum Ethernet frame)

@@ -1,9 +1,11 @@
 """What the controller knows about the p4reduce programs: the names of their tables, actions,
 registers and counters (docs/protocol.md, "Control-plane interface"), and their constants
-(p4src/include/constants.p4). Kept in one place so the other modules never spell a name."""
+(from p4reduce/contracts/spec.py, which p4src/include/constants.p4 is generated from). Kept in
+one place so the other modules never spell a name."""
 
 from __future__ import annotations
 
+from .. import contracts
 from .errors import ControllerError
 from .p4info import Schema
 
@@ -43,29 +45,33 @@ EGRESS_LOSS = "SwitchEgress.loss.egress_loss"
 JOB_COUNTERS = "SwitchIngress.stats.job_counters"
 EGRESS_COUNTERS = "SwitchEgress.stats.egress_counters"
 
-# constants.p4
-AGG_PORT = 48864
-POOL_SLOTS = 8192
-MAX_WORKERS = 32
-MAX_JOB_INDEX = 255
-MAX_JOB_ID = 65535
-MAX_JOB_KEY = 0xFFFFFFFF
-FLOOD_MGID = 1
-JOB_MGID_BASE = 256
-PORTS = 512
-MAX_PORT = 511
-COUNT_MASK = 0x3F
-COUNT_HAS_DATA = 0x80
-NEXT_END = 0xFFFFFFFF
+# p4reduce/contracts/spec.py (constants.p4 is generated from it)
+AGG_PORT = contracts.AGG_PORT
+POOL_SLOTS = contracts.POOL_SLOTS
+MAX_WORKERS = contracts.MAX_WORKERS
+MAX_JOB_INDEX = contracts.MAX_JOBS - 1
+MAX_JOB_ID = contracts.MAX_JOB_ID
+MAX_JOB_KEY = contracts.MAX_KEY
+FLOOD_MGID = contracts.FLOOD_MGID
+JOB_MGID_BASE = contracts.JOB_MGID_BASE
+PORTS = contracts.PORTS
+MAX_PORT = contracts.PORTS - 1
+COUNT_MASK = contracts.COUNT_MASK
+COUNT_HAS_DATA = contracts.COUNT_HAS_DATA
+NEXT_END = contracts.NEXT_END
 # control messages (docs/protocol.md, "Control messages")
-MSG_CONTROL = 3
-CTL_CLEAR = 1
-CTL_PEEK = 2
-CPU_PORT = 510  # CPU_PORT_NUMBER: the switch must be started with --cpu-port 510
-FLAG_RESULT = 0x1
-FLAG_NO_PAYLOAD = 0x2
+MSG_CONTROL = contracts.MSG_CONTROL
+CTL_CLEAR = contracts.CTL_CLEAR
+CTL_PEEK = contracts.CTL_PEEK
+CPU_PORT = contracts.CPU_PORT  # CPU_PORT_NUMBER: the switch must be started with --cpu-port 510
+FLAG_RESULT = contracts.FLAG_RESULT
+FLAG_NO_PAYLOAD = contracts.FLAG_NO_PAYLOAD
 # the nonfinite register's bits per cell (docs/protocol.md, "Non-finite values")
-NONFINITE_BITS = {0x1: "nan", 0x2: "+inf", 0x4: "-inf"}
+NONFINITE_BITS = {
+    contracts.NF_NAN: "nan",
+    contracts.NF_POS_INF: "+inf",
+    contracts.NF_NEG_INF: "-inf",
+}
 
 
 def nonfinite_names(bits: int) -> list[str]:
@@ -76,23 +82,12 @@ def nonfinite_names(bits: int) -> list[str]:
     return names + ([f"0x{rest:02x}"] if rest else [])
 
 
-# job_counters[job_index * 16 + event]
-INGRESS_EVENTS = {
-    1: "completion",
-    2: "retransmit_answered",
-    3: "contribution",
-    4: "duplicate",
-    8: "unknown_sender",
-    9: "wrong_rank",
-    10: "slot_range",
-    11: "malformed",
-    12: "loss_in",
-    13: "bad_key",
-}
-INGRESS_STRIDE = 16
-# egress_counters[job_index * 4 + event]
-EGRESS_EVENTS = {0: "result_sent", 1: "loss_out", 2: "no_replica"}
-EGRESS_STRIDE = 4
+# job_counters[job_index * INGRESS_STRIDE + event]: the events the controller reports
+INGRESS_EVENTS = {e.code: e.counter for e in contracts.INGRESS_EVENTS if e.counter}
+INGRESS_STRIDE = contracts.INGRESS_STRIDE
+# egress_counters[job_index * EGRESS_STRIDE + event]
+EGRESS_EVENTS = {e.code: e.counter for e in contracts.EGRESS_EVENTS if e.counter}
+EGRESS_STRIDE = contracts.EGRESS_STRIDE
 
 
 def kind(schema: Schema) -> str:

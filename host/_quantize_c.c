@@ -31,9 +31,9 @@
 #include <stdint.h>
 #include <string.h>
 
-enum { OK = 0, NONFINITE = 1, REDO = 2 };
-enum { Q_F32_MUL = 0, Q_F64_MUL = 1, Q_F64_DIV = 2 };   /* quantize modes */
-enum { D_F32 = 0, D_F64_TO_F32 = 1, D_F64 = 2 };        /* dequantize modes */
+/* the statuses (OK, NONFINITE, REDO) and the quantize (Q_*) and dequantize (D_*) modes,
+   generated from p4reduce/contracts/spec.py, which host/quantize.py reads */
+#include "_engine/contracts.h"
 
 #define INF_BITS 0x7F800000u
 #define MIN_NORMAL_BITS 0x00800000u

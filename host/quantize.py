@@ -49,6 +49,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from .. import contracts
+
 try:
     from . import _quantize_c as _C
 except ImportError as _exc:  # a source checkout without a build, or a platform without one
@@ -63,7 +65,15 @@ _ABS_MASK = np.uint32(0x7FFFFFFF)
 _MIN_NORMAL_BITS = 0x00800000  # smallest normal float32, as bits
 _INF_BITS = 0x7F800000
 _CHUNK_ELEMENTS = 1 << 16  # elements per chunk: 256 KiB of float32, well inside L2
-_NONFINITE, _REDO = 1, 2  # kernel statuses besides 0 (host/_quantize_c.c)
+# the kernels' statuses and modes, by position in p4reduce/contracts/spec.py (the one source
+# host/_quantize_c.c's enums are generated from)
+_OK, _NONFINITE, _REDO = (contracts.KERNEL_STATUSES.index(s) for s in ("ok", "nonfinite", "redo"))
+_Q_F32_MUL, _Q_F64_MUL, _Q_F64_DIV = (
+    contracts.QUANTIZE_MODES.index(m) for m in ("f32_mul", "f64_mul", "f64_div")
+)
+_D_F32, _D_F64_TO_F32, _D_F64 = (
+    contracts.DEQUANTIZE_MODES.index(m) for m in ("f32", "f64_to_f32", "f64")
+)
 
 
 class NonFiniteError(ValueError):
@@ -344,7 +354,7 @@ class _Tables:
             self.d_scale = np.ldexp(np.float32(1.0), np.maximum(t, -126)).astype(np.float32)
             self.d_scale[0] = 0
             self.d_regular_from = 32 - p  # E (> 0) below this: 2^t not a normal float32
-            self.q_mode, self.q_table = 0, self.q_scale  # for the kernel: float32 multiply
+            self.q_mode, self.q_table = _Q_F32_MUL, self.q_scale  # for the kernel: float32 multiply
         else:
             # quantize: x * (2^(158 - E) * fl(1/n)) in float64, exact but for one rounding
             # of x * 2^(158-E) * fl(1/n). That rounds to the same integer as the exact
@@ -355,10 +365,10 @@ class _Tables:
             self.q_reciprocal = abs(Fraction(r) * n - 1) <= Fraction(1, 2**54)
             if self.q_reciprocal:
                 self.q_mul = np.ldexp(1.0, 158 - e) * r
-                self.q_mode, self.q_table = 1, self.q_mul  # float64 multiply
+                self.q_mode, self.q_table = _Q_F64_MUL, self.q_mul  # float64 multiply
             else:
                 self.q_div = n * np.ldexp(1.0, e - 158)
-                self.q_mode, self.q_table = 2, self.q_div  # float64 division
+                self.q_mode, self.q_table = _Q_F64_DIV, self.q_div  # float64 division
             self.q_irregular = np.zeros(256, dtype=bool)
             self.q_regular_from = self.d_regular_from = 0
         # dequantize in float64: sum * n * 2^(E - 158) is exact (|sum * n| < 2^37)
@@ -437,7 +447,7 @@ def quantize(
         own_c = None if own is None else np.ascontiguousarray(own)  # None: computed in C
         args = (n, tab.q_mode, tab.q_table, tab.q_regular_from)
         status = _C.quantize(blocks, k, np.ascontiguousarray(e), own_c, *args, out)
-        if status == 0:
+        if status == _OK:
             return out
         if status == _NONFINITE:
             check_finite(blocks)  # raises NonFiniteError
@@ -534,7 +544,7 @@ def dequantize(
     # float32 in place (out = sums.view(np.float32), as the protocol calls it) saves the
     # second buffer's memory traffic: each element is read, then overwritten.
     if _kernel_takes(out, dtype, sums, in_place=dtype == np.float32):
-        mode = 2 if dtype == np.float64 else 0 if tab.p is not None else 1
+        mode = _D_F64 if dtype == np.float64 else _D_F32 if tab.p is not None else _D_F64_TO_F32
         scale32 = tab.d_scale if tab.p is not None else None
         _C.dequantize(
             sums, k, np.ascontiguousarray(e), mode, scale32, tab.d_mul64, tab.d_regular_from, out

@@ -1,9 +1,9 @@
 """The aggregation packet's UDP payload: a 24-byte header and K big-endian int32 elements.
 
-Everything here follows docs/protocol.md, "Frame layout". The numbers below mirror
-``p4src/include/constants.p4`` (the programs' one place for them); change a value there, in
-docs/protocol.md and here together. This is the host's only copy of them: the rest of
-``p4reduce.host`` imports them from this module.
+Everything here follows docs/protocol.md, "Frame layout". The numbers come from
+``p4reduce/contracts/spec.py``, the one source that ``p4src/include/constants.p4`` and the
+native core's ``contracts.h`` are generated from; the rest of ``p4reduce.host`` imports them
+from this module.
 
 Only the UDP payload is encoded here. Ethernet, IPv4 and UDP belong to the transports (an
 ordinary UDP socket writes them itself).
@@ -16,32 +16,34 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# ------------------------------------------------ mirrors p4src/include/constants.p4
-MSG_DENSE = 1
-MSG_SPARSE = 2
+from .. import contracts as _c
+
+# ------------------------------------------------ p4reduce/contracts/spec.py
+MSG_DENSE = _c.MSG_DENSE
+MSG_SPARSE = _c.MSG_SPARSE
 MSG_TYPES = (MSG_DENSE, MSG_SPARSE)
 
-FLAG_RESULT = 0x1  # set by the switch on every result
-FLAG_NO_PAYLOAD = 0x2  # no element payload follows (zero block / exponent only)
-FLAG_RETRANSMIT = 0x4  # a result unicast in answer to a retransmission
-FLAG_END = 0x8  # sparse: the slot's stream has ended (min next = NEXT_END)
+FLAG_RESULT = _c.FLAG_RESULT  # set by the switch on every result
+FLAG_NO_PAYLOAD = _c.FLAG_NO_PAYLOAD  # no element payload follows (zero block / exponent only)
+FLAG_RETRANSMIT = _c.FLAG_RETRANSMIT  # a result unicast in answer to a retransmission
+FLAG_END = _c.FLAG_END  # sparse: the slot's stream has ended (min next = NEXT_END)
 RESULT_ONLY_FLAGS = FLAG_RESULT | FLAG_RETRANSMIT | FLAG_END  # malformed in a worker packet
 
-NEXT_END = 0xFFFFFFFF  # sparse: "no further non-zero block"
+NEXT_END = _c.NEXT_END  # sparse: "no further non-zero block"
 # the nonfinite byte (docs/protocol.md, "Non-finite values"): the block held NaN / +Inf / -Inf
-NF_NAN = 0x1
-NF_POS_INF = 0x2
-NF_NEG_INF = 0x4
+NF_NAN = _c.NF_NAN
+NF_POS_INF = _c.NF_POS_INF
+NF_NEG_INF = _c.NF_NEG_INF
 NF_MASK = NF_NAN | NF_POS_INF | NF_NEG_INF  # bits 7..3 are reserved (sent 0, ignored)
-AGG_PORT = 48864  # 0xBEE0; the programs' default (-DAGG_UDP_PORT=N changes it)
-HEADER_BYTES = 24  # AGG_HEADER_BYTES
-K_DEFAULT = 64  # elements per packet of the default build
-K_CHOICES = (64, 256, 1024)  # the builds the programs allow (256, 1024: software targets)
-POOL_SLOTS = 8192  # slots in the switch's pool
-MAX_WORKERS = 32  # bitmap width
+AGG_PORT = _c.AGG_PORT  # the programs' default (-DAGG_UDP_PORT=N changes it)
+HEADER_BYTES = _c.HEADER_BYTES  # AGG_HEADER_BYTES
+K_DEFAULT = _c.K_DEFAULT  # elements per packet of the default build
+K_CHOICES = _c.K_CHOICES  # the builds the programs allow (256, 1024: software targets)
+POOL_SLOTS = _c.POOL_SLOTS  # slots in the switch's pool
+MAX_WORKERS = _c.MAX_WORKERS  # bitmap width
 MAX_SLOT = (1 << 15) - 1  # the slot field is 15 bits
-MAX_JOB_ID = 0xFFFF
-MAX_KEY = 0xFFFFFFFF  # the job key is 32 bits (docs/protocol.md, "Job keys")
+MAX_JOB_ID = _c.MAX_JOB_ID
+MAX_KEY = _c.MAX_KEY  # the job key is 32 bits (docs/protocol.md, "Job keys")
 
 # msgType|flags, rank, jobId, set|slot, exponent, nonfinite, packetId, block, next, key
 _HEADER = struct.Struct(">BBHHBBIIII")

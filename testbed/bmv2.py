@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .. import p4lang
+from .. import contracts, p4lang
 from ..controller.credentials import JOB_SECRET_ENV, new_secret
 from .local import (
     Proc,
@@ -70,7 +70,7 @@ SWITCH_IP = "10.0.0.254"
 SWITCH_MAC = "02:00:00:00:00:fe"
 MGMT_IP = "10.254.0.254"
 GRPC_ADDR = "127.0.0.1:9559"  # inside the switch namespace: no other process can hold it
-AGG_PORT = 48864  # the programs' default aggregation port (private network: no clash)
+AGG_PORT = contracts.AGG_PORT  # the programs' default (private network: no clash)
 # Jumbo frames on every data link: K = 1024 frames are 4,162 bytes (docs/testbed.md)
 MTU = 9000
 # BMv2 turns around about 1,200 aggregation packets/s here (K = 64, 2 workers, the default

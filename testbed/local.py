@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .. import resources
+from .. import contracts, resources
 from ..controller.credentials import JOB_SECRET_ENV, new_secret
 from ..free_port import free_port
 
@@ -57,10 +57,10 @@ from ..free_port import free_port
 # switch engine caches its shared object by the content hash of the C generated from that
 # program (docs/native.md, "Cache and fallbacks"). A stack that compiled a random port in would
 # therefore generate and compile C at every start; stacks take the first free port of this
-# fixed pool instead (the programs' default first), so a second start hits the cache. The P4
-# program stays the only place the port is defined; only when the whole pool is busy (many
+# fixed pool instead (the programs' default first), so a second start hits the cache. The
+# contracts' spec stays the only place the port is defined; only when the whole pool is busy (many
 # stacks at once) does a stack fall back to a random port, and compile.
-AGG_PORT_POOL = range(48864, 48864 + 16)
+AGG_PORT_POOL = range(contracts.AGG_PORT, contracts.AGG_PORT + 16)
 AGG_PORT_LOCKS = Path(tempfile.gettempdir())
 """Where the pool's lock files live (``p4reduce-agg-port-PORT.lock``): one directory for
 every process of the machine, so that stacks of different processes (parallel test runs,

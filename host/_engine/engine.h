@@ -45,27 +45,9 @@
 /* functions shared between the extension's files, not exported from the module */
 #define HIDDEN __attribute__((visibility("hidden")))
 
-#define HEADER_BYTES 24
-#define MSG_DENSE 1
-#define MSG_SPARSE 2
-#define FLAG_RESULT 0x1
-#define FLAG_NO_PAYLOAD 0x2
-#define FLAG_RETRANSMIT 0x4
-#define FLAG_END 0x8
-#define NEXT_END 0xFFFFFFFFu
-#define NF_NAN 0x1
-#define NF_POS_INF 0x2
-#define NF_NEG_INF 0x4
-#define NF_MASK 0x7 /* the nonfinite byte's bits: NF_NAN | NF_POS_INF | NF_NEG_INF */
-
-enum { ST_NEW, ST_RUNNING, ST_DONE, ST_FAILED, ST_BROKEN };
-enum { Q_F32_MUL, Q_F64_MUL, Q_F64_DIV };  /* quantize._Tables.q_mode */
-
-enum {
-    S_PACKETS_SENT, S_RETRANSMISSIONS, S_BYTES_SENT, S_PACKETS_RECEIVED, S_BYTES_RECEIVED,
-    S_RESULTS, S_UNICAST_RESULTS, S_DUPLICATES, S_STALE, S_FOREIGN, S_MALFORMED, S_LATE,
-    S_CLAMPED_BLOCKS, S_COUNT
-};
+/* the wire constants, the call states (ST_*), quantize's modes (Q_*) and CallStats' order
+   (S_*): generated from p4reduce/contracts/spec.py, the one source Python reads too */
+#include "contracts.h"
 
 typedef struct {
     double deadline;

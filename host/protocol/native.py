@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import contracts
 from .. import quantize
 from .dense import DenseCall
 from .events import Action, Done, Failed, Send, SetTimer, StuckSlot
@@ -39,22 +40,9 @@ except ImportError as _err:  # a source checkout that was never built
 else:
     _WHY = ""
 
-_STATES = ("new", "running", "done", "failed", "broken")
-_STAT_FIELDS = (
-    "packets_sent",
-    "retransmissions",
-    "bytes_sent",
-    "packets_received",
-    "bytes_received",
-    "results",
-    "unicast_results",
-    "duplicates",
-    "stale",
-    "foreign",
-    "malformed",
-    "late",
-    "clamped_blocks",
-)
+# the C core's ST_* and S_* enums follow these (contracts.h is generated from the same spec)
+_STATES = contracts.CALL_STATES
+_STAT_FIELDS = contracts.CALL_STAT_FIELDS
 _EMPTY_U8 = np.zeros(0, dtype=np.uint8)
 _EMPTY_I64 = np.zeros(0, dtype=np.int64)
 _EMPTY_F32 = np.zeros(0, dtype=np.float32)
@@ -268,7 +256,7 @@ class _Native:
 def _group_state(states: list[int]) -> str:
     """The state of a call run by several cores: broken or failed if one core is (the
     others were stopped with it), new or done if all are, else running."""
-    for st in (4, 3):  # broken, failed
+    for st in (_STATES.index("broken"), _STATES.index("failed")):
         if st in states:
             return _STATES[st]
     if all(st == states[0] for st in states):

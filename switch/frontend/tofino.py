@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ... import contracts
 from . import ast as A
 from . import types as T
 from .bmv2rules import is_library
@@ -35,7 +36,7 @@ MAX_CELL_BITS = 32
 # ... and the width of a pair of such cells, updated together.
 PAIR_CELL_BITS = 64
 # Workers per job: the width of the aggregation bitmap. Enforced by the programs, not here.
-MAX_WORKERS = 32
+MAX_WORKERS = contracts.MAX_WORKERS
 
 # V1Switch's parameters, in pipeline order, and the gress name messages use for each. Each
 # block is a gress of its own for register ownership: a register lives in exactly one.

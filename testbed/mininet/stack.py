@@ -40,6 +40,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ... import contracts
 from ...controller.credentials import JOB_SECRET_ENV, new_secret
 from ..local import (
     Proc,
@@ -58,7 +59,7 @@ from . import topology
 from .switches import SwitchKind, accepts
 
 SYSTEM_PYTHON = "/usr/bin/python3"
-AGG_PORT = 48864  # the aggregation UDP port compiled into the programs by default
+AGG_PORT = contracts.AGG_PORT  # the aggregation UDP port compiled into the programs by default
 JOB_ID = 1
 # The switch process runs at this nice value. It stands for a switch ASIC, which never waits
 # for the hosts' CPUs; here it shares two cores with up to 16 worker processes, and at equal
