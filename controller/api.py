@@ -30,7 +30,7 @@ from . import loss as loss_mod
 from . import pipeline, program, static_config
 from . import slots as slots_mod
 from . import stats as stats_mod
-from .errors import NoPipeline
+from .errors import Conflict, NoPipeline
 from .jobs import Job, JobTable, Member
 from .p4info import Schema
 from .p4rt import (
@@ -188,6 +188,61 @@ class Controller:
             jobs_mod.install(self.conn, schema, job)
             table.add(job)
             return job
+
+    def plan_job(
+        self,
+        job_id: int,
+        members: Iterable[Member],
+        slot_count: int,
+        n: int | None = None,
+        verifier: bytes | None = None,
+    ) -> Job:
+        """``create_job``'s validation and allocation (index, slot range, fresh key) without
+        touching the switch: the registration service records the plan before installing it
+        (``restore_job``)."""
+        with self.lock:
+            return self.jobs().plan(job_id, members, slot_count, None, n, None, verifier)
+
+    def restore_job(self, job: Job) -> Job:
+        """Install ``job`` exactly as given (index, slot range, multicast group, key,
+        verifier): a planned job, or a job of the service's state on a switch that lost it.
+        Clears its slot range and counters first, like ``create_job``."""
+        with self.lock:
+            schema, table = self.schema, self.jobs()
+            if job.job_id in table.jobs:
+                raise Conflict(f"job {job.job_id} exists already")
+            if table.index_in_use(job.job_index):
+                raise Conflict(f"job index {job.job_index} of job {job.job_id} is in use")
+            table.allocate_slots(job.slot_count, job.slot_base)  # raises on an overlap
+            slots_mod.clear(self.conn, schema, job.slot_base, job.slot_count)
+            stats_mod.clear_job(self.conn, schema, job.job_index)
+            jobs_mod.install(self.conn, schema, job)
+            table.add(job)
+            return job
+
+    def pipeline_config(self) -> tuple[Any, bytes]:
+        """The running pipeline's P4Info message and device config (``NoPipeline``)."""
+        return pipeline.fetch_config(self.conn)
+
+    def push_config(self, p4info: Any, device_config: bytes) -> None:
+        """Push a pipeline given as P4Info message and device config bytes (the service's
+        stored one), with its identity as cookie; the switch starts afresh, without jobs."""
+        from .state import pipeline_id  # state imports jobs; keep the import local
+
+        with self.lock:
+            self._schema, self._table = None, JobTable()
+            schema = Schema(p4info)
+            program.check(schema)
+            self.conn.set_pipeline(p4info, device_config, cookie=pipeline_id(device_config))
+            self._schema, self._cookie = schema, pipeline_id(device_config)
+
+    def reconnect(self, connect_timeout: float) -> None:
+        """A new channel and arbitration (after the switch went away); cached P4Info and
+        job table are dropped, to be read from the switch again."""
+        with self.lock:
+            self.conn.close()
+            self._schema, self._cookie, self._table = None, None, None
+            self.conn.connect(self.arbitrate, connect_timeout)
 
     def delete_job(self, job_id: int) -> Job:
         """Remove the job's entries and multicast group, and clear its slots."""

@@ -33,7 +33,7 @@ from ..cli_common import OneLineArgumentParser as _OneLineParser
 from ..cli_common import StopSignals, internal_error, stdout_gone
 from . import addr, credentials, pipeline, program, render, slots
 from .api import Controller
-from .errors import ControllerError, InvalidArgument
+from .errors import ControllerError, InvalidArgument, NoPipeline
 from .http_server import Limits, TlsConfig
 from .jobs import Member
 from .p4rt import (
@@ -46,6 +46,7 @@ from .p4rt import (
     ClientTls,
 )
 from .service import DEFAULT_LISTEN, RegistrationService, Timeouts
+from .state import StateError, StateStore, pipeline_id
 from .static_config import Host, Route, StaticConfig
 
 PROG = "p4reduce-ctl"
@@ -255,6 +256,12 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"HTTP listen address (default {DEFAULT_LISTEN}; port 0 picks a free one)",
     )
     p.add_argument("--program", metavar="PROGRAM", help="push this pipeline first (build/dense)")
+    p.add_argument(
+        "--state",
+        metavar="PATH",
+        help="keep the desired state (pipeline, jobs, pending joins) in this SQLite file and "
+        "resume from it after a restart (docs/failures.md)",
+    )
     _static_options(p)
     p.add_argument(
         "--agg-port",
@@ -569,9 +576,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
     ctl = _controller(args, arbitrate=True)
     stop: StopSignals | None = None
     svc = None
+    store = None
     try:
+        if args.state is not None:
+            store = StateStore(args.state)
+            store.bind_switch(ctl.conn.addr, ctl.conn.device_id)
         if args.program:
-            ctl.push(args.program)
+            prog = pipeline.load(args.program)
+            stored = store.pipeline() if store is not None else None
+            if stored is not None and stored.ident != prog.cookie:
+                raise StateError(
+                    f"state database {args.state} holds another pipeline ({stored.ident:#018x}) "
+                    f"than --program {args.program} ({prog.cookie:#018x})"
+                )
+            if store is None or not _runs(ctl, prog.cookie):
+                ctl.push(prog)  # with --state, a restart keeps the running jobs
         cfg = _static(args)
         if cfg is not None:
             ctl.install_static(cfg)
@@ -607,6 +626,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             operator_token=token,
             limits=limits,
             tls=tls,
+            store=store,
         )
         stop = StopSignals()
         try:
@@ -640,8 +660,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if svc is not None:
             svc.stop()
         ctl.close()
+        if store is not None:
+            store.close()
         if stop is not None:
             stop.restore()
+
+
+def _runs(ctl: Controller, ident: int) -> bool:
+    """Does the switch already run the pipeline with this identity?"""
+    try:
+        _, config = ctl.pipeline_config()
+    except NoPipeline:
+        return False
+    return pipeline_id(config) == ident
 
 
 def _print_warnings(ctl: Controller) -> None:

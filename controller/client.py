@@ -171,9 +171,23 @@ class RegistrationClient:
     def recover(self, job_id: int, rank: int, next_call: int, timeout: float | None = None) -> int:
         """The recovery round after a failed call: wait until every rank of the job asked and
         the switch cleared the job's slots; returns the call number all ranks go on from."""
+        return int(self.recover_round(job_id, rank, next_call, timeout=timeout)["next_call"])
+
+    def recover_round(
+        self,
+        job_id: int,
+        rank: int,
+        next_call: int,
+        done: int | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """``recover`` with the whole answer: ``next_call``, and with ``done`` (the calls
+        this rank completed) ``min_done`` and ``max_done`` over every rank of the round."""
         wait = self.timeout if timeout is None else timeout
-        body = {"rank": rank, "next_call": next_call, "timeout": wait}
-        return int(self._call("POST", f"/v1/jobs/{job_id}/recover", body, wait)["next_call"])
+        body: dict[str, Any] = {"rank": rank, "next_call": next_call, "timeout": wait}
+        if done is not None:
+            body["done"] = done
+        return self._call("POST", f"/v1/jobs/{job_id}/recover", body, wait)
 
     def leave(self, job_id: int, rank: int) -> dict[str, Any]:
         return self._call("POST", f"/v1/jobs/{job_id}/leave", {"rank": rank}, 30.0)

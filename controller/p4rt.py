@@ -279,6 +279,8 @@ class Connection:
         msg.low = self.election_id & ((1 << 64) - 1)
 
     def _arbitrate(self) -> None:
+        # fresh queues: an earlier stream's reader may have left its end (an error) in them
+        self._out, self._in = queue.Queue(), queue.Queue()
         self._call = self.stub.StreamChannel(iter(self._out.get, None))
         self._reader = threading.Thread(
             target=self._read_stream, name="p4reduce-ctl-stream", daemon=True

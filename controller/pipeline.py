@@ -108,3 +108,10 @@ def fetch(conn: Connection) -> tuple[Schema, int | None]:
     program.check(schema)
     cookie = config.cookie.cookie if config.HasField("cookie") else None
     return schema, cookie
+
+
+def fetch_config(conn: Connection) -> tuple[Any, bytes]:
+    """The running pipeline's P4Info message and device config (``NoPipeline`` if none): what
+    the registration service keeps to push the same pipeline again (controller/state.py)."""
+    config = conn.get_pipeline(p4runtime_pb2.GetForwardingPipelineConfigRequest.ALL)
+    return config.p4info, bytes(config.p4_device_config)

@@ -36,6 +36,10 @@ class Recovery:
     arrived: dict[int, int] = field(default_factory=dict)  # rank -> its next call
     clearing: bool = False  # the last arrival is clearing the slots
     outcome: dict[int, int | ControllerError] = field(default_factory=dict)  # gen -> result
+    # rank -> the calls it completed (reported by hosts that retry a call transparently,
+    # docs/host.md "Transparent retry"); gen -> (fewest, most) over the ranks of the round
+    done: dict[int, int] = field(default_factory=dict)
+    done_range: dict[int, tuple[int, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -55,6 +59,9 @@ class Entry:
     # of the job's secret (credentials.verifier); None: operator only (an adopted job
     # created without a secret)
     verifier: bytes | None = field(default=None, repr=False)
+    # restored ready from the state database and not yet used (no barrier, recovery or
+    # leave since): its ranks may repeat the join whose answer the restart cut off
+    restored: bool = False
 
     @property
     def waiting_for(self) -> list[int]:
@@ -134,6 +141,14 @@ class Registry:
                     f"{max_jobs}): job {jid} cannot start"
                 )
             entry = self.entries[jid] = Entry(jid, n, count, verifier=verifier)
+        if (
+            entry.members.get(member.rank) == member
+            and n == entry.n
+            and (entry.state == JOINING or (entry.state == READY and entry.restored))
+        ):
+            # the same rank from the same address (so the same socket) again: a join retried
+            # after its connection broke (the service restarted); it waits like the first
+            return JoinOutcome(entry, False)
         if entry.state != JOINING:
             if member.rank in entry.members:
                 raise Conflict(f"rank {member.rank} already joined job {jid}")
@@ -187,11 +202,39 @@ class Registry:
         )
         self.entries[job.job_id] = entry
 
+    def restore(
+        self,
+        job_id: int,
+        n: int,
+        slot_count: int,
+        members: list[Member],
+        left: set[int],
+        job: Job | None,
+        verifier: bytes | None,
+    ) -> Entry:
+        """An entry of the service's state database (controller/state.py) after a restart:
+        ready when it has a job (installed, or planned and being installed when the service
+        stopped), else still joining with the members it had."""
+        entry = Entry(
+            job_id,
+            n,
+            slot_count,
+            {m.rank: m for m in members},
+            READY if job is not None else JOINING,
+            job,
+            left=set(left),
+            verifier=verifier,
+            restored=job is not None,
+        )
+        self.entries[job_id] = entry
+        return entry
+
     # ------------------------------------------------------------------ barriers
     def _ready(self, job_id: int, rank: Any) -> tuple[Entry, int]:
 
         entry = self.get(job_id)
         r = addr.number(rank, "rank", 0, max(entry.n - 1, 0))
+        entry.restored = False
         if entry.state != READY:
             raise Conflict(
                 f"job {job_id} is {entry.state}"
@@ -233,15 +276,21 @@ class Registry:
             b.arrived.discard(rank)
 
     # ------------------------------------------------------------------ recovery
-    def recover_arrive(self, job_id: int, rank: Any, next_call: Any) -> tuple[int, bool]:
+    def recover_arrive(
+        self, job_id: int, rank: Any, next_call: Any, done: Any = None
+    ) -> tuple[int, bool]:
         """Rank enters the recovery round: (generation, True when it completed the round,
-        so the caller clears the slots and then calls ``recovered``)."""
+        so the caller clears the slots and then calls ``recovered``). ``done``: how many
+        calls the rank completed (optional)."""
         entry, r = self._ready(job_id, rank)
         nc = addr.number(next_call, "next_call", 0, 0xFFFFFFFF)
+        d = None if done is None else addr.number(done, "done", 0, (1 << 63) - 1)
         rec = entry.recovery
         if r in rec.arrived:
             raise Conflict(f"rank {r} is already recovering job {job_id}")
         rec.arrived[r] = nc
+        if d is not None:
+            rec.done[r] = d
         return rec.generation, self._recovery_complete(entry)
 
     def recovery_after_leave(self, job_id: int) -> int | None:
@@ -252,6 +301,7 @@ class Registry:
             return None
         for r in entry.left:
             entry.recovery.arrived.pop(r, None)
+            entry.recovery.done.pop(r, None)
         return entry.recovery.generation if self._recovery_complete(entry) else None
 
     @staticmethod
@@ -270,8 +320,11 @@ class Registry:
             return
         rec = entry.recovery
         rec.outcome = {generation: error if error is not None else max(rec.arrived.values())}
+        counts = [rec.done[r] for r in rec.arrived if r in rec.done]
+        rec.done_range = {generation: (min(counts), max(counts))} if counts else {}
         rec.generation = generation + 1
         rec.arrived.clear()
+        rec.done.clear()
         rec.clearing = False
 
     def recovery_outcome(self, job_id: int, generation: int) -> int | ControllerError | None:
@@ -287,6 +340,7 @@ class Registry:
         if entry is not None and entry.recovery.generation == generation:
             if not entry.recovery.clearing:
                 entry.recovery.arrived.pop(rank, None)
+                entry.recovery.done.pop(rank, None)
 
     # ------------------------------------------------------------------ leaving
     def leave(self, job_id: int, rank: Any) -> tuple[Entry, bool]:

@@ -42,13 +42,17 @@ from .errors import (
     ControllerError,
     Forbidden,
     InvalidArgument,
+    NoPipeline,
     NotFound,
     Timeout,
     Unauthenticated,
 )
 from .http_server import Handler, Limits, Server, TlsConfig, WaitGate
 from .jobs import Job, Member
+from .reconcile import Outcome, Watcher, foreign_pipeline, reconcile
 from .registry import FAILED, INSTALLING, JOINING, READY, Entry, Registry
+from .state import StateError, StateStore, StoredPipeline, pipeline_id
+from .static_config import StaticConfig
 
 DEFAULT_LISTEN = "127.0.0.1:9560"
 MAX_WAIT = 3600.0
@@ -99,8 +103,18 @@ class RegistrationService:
         operator_token: str | None = None,
         limits: Limits | None = None,
         tls: TlsConfig | None = None,
+        store: StateStore | None = None,
+        watch: bool = True,
     ) -> None:
+        """``store``: the durable desired state (controller/state.py; None keeps it in memory
+        only); ``watch``: reconnect and reconcile when the switch goes away (reconcile.py)."""
         self.controller = controller
+        self.store = store
+        self.watch = watch
+        self.watcher: Watcher | None = None
+        self.pipeline: StoredPipeline | None = None  # the pipeline the jobs run on
+        self.static: StaticConfig | None = None
+        self.switch_epoch = 0  # reconciliations done (waiters of a lost switch watch it)
         self.host, self.port = host, port
         self.switch_ip, self.switch_mac = switch_ip, switch_mac
         self.agg_port = agg_port
@@ -126,12 +140,11 @@ class RegistrationService:
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> tuple[str, int]:
-        """Adopt the jobs already on the switch, then listen; returns the bound address."""
-        for job in self.controller.list_jobs():
-            self.registry.adopt(job)
-        if self.switch_ip is None:
-            cfg = self.controller.static_config()
-            self.switch_ip, self.switch_mac = cfg.switch_ip, cfg.switch_mac
+        """Resume from the state database (if any), adopt the jobs already on the switch,
+        start watching the switch, then listen; returns the bound address."""
+        self._resume()
+        if self.switch_ip is None and self.static is not None:
+            self.switch_ip, self.switch_mac = self.static.switch_ip, self.static.switch_mac
         if self.switch_ip is None:
             raise InvalidArgument(
                 "the switch has no IPv4 address (switch_ipv4 is empty): pass --switch-ip and "
@@ -148,7 +161,94 @@ class RegistrationService:
             target=self.httpd.serve_forever, kwargs={"poll_interval": 0.1}, name="p4reduce-ctl-http"
         )
         self._thread.start()
+        if self.watch:
+            self.watcher = Watcher(
+                self.controller, self._desired, self._reconciled, self.controller._warn
+            )
+            self.watcher.start()
         return self.host, self.port
+
+    # ------------------------------------------------------------------ durable state
+    def _resume(self) -> None:
+        """The desired state at start: the pipeline the switch runs (or the stored one,
+        pushed again when the switch has none), the static configuration, the stored jobs
+        (re-installed where the switch lost them) and the jobs found on the switch."""
+        ctl, store = self.controller, self.store
+        stored = None
+        if store is not None:
+            store.bind_switch(ctl.conn.addr, ctl.conn.device_id)
+            stored = store.pipeline()
+        try:
+            p4info, config = ctl.pipeline_config()
+        except NoPipeline:
+            if stored is None:
+                raise
+        else:
+            running = StoredPipeline(p4info.SerializeToString(deterministic=True), config, 0)
+            running.ident = pipeline_id(config)
+            if stored is not None and stored.ident != running.ident:
+                assert store is not None
+                raise StateError(
+                    f"state database {store.path}: " + foreign_pipeline(running.ident, stored.ident)
+                )
+            if stored is None:
+                stored = running
+                if store is not None:
+                    store.save_pipeline(running.p4info, running.device_config)
+        self.pipeline = stored
+        self.static = store.static_config() if store is not None else None
+        if self.static is None and stored is not None and ctl.has_pipeline():
+            self.static = ctl.static_config()
+            if store is not None and self.static.switch_ip is not None:
+                store.save_static(self.static)
+        if store is not None:
+            for row in store.jobs():
+                self.registry.restore(
+                    row.job_id, row.n, row.slot_count, row.members, row.left, row.job, row.verifier
+                )
+        outcome = reconcile(ctl, self.pipeline, self.static, self._ready_jobs())
+        if outcome.problem is not None:
+            raise StateError(outcome.problem)
+        if outcome.installed or outcome.pushed:
+            ctl._warn(f"resumed from {store.path if store else 'memory'}: {outcome.summary()}")
+        for job in ctl.list_jobs():
+            if job.job_id not in self.registry.entries:
+                self.registry.adopt(job)
+                self._persist(job.job_id)
+
+    def _ready_jobs(self) -> list[Job]:
+        return [
+            e.job for e in self.registry.entries.values() if e.state == READY and e.job is not None
+        ]
+
+    def _desired(self) -> tuple[StoredPipeline | None, StaticConfig | None, list[Job]]:
+        with self.cond:
+            return self.pipeline, self.static, self._ready_jobs()
+
+    def _reconciled(self, outcome: Outcome) -> None:
+        with self.cond:
+            self.switch_epoch += 1
+            self.cond.notify_all()
+
+    def _persist(self, job_id: int) -> None:
+        """Write job ``job_id``'s registry entry to the state database (its row deleted when
+        the registry no longer tracks it); call before acting on the change."""
+        if self.store is None:
+            return
+        e = self.registry.entries.get(job_id)
+        if e is None:
+            self.store.delete_job(job_id)
+            return
+        self.store.save_job(
+            job_id,
+            e.state,
+            e.n,
+            e.slot_count,
+            e.verifier,
+            list(e.members.values()),
+            e.left,
+            e.job,
+        )
 
     @property
     def url(self) -> str:
@@ -159,6 +259,9 @@ class RegistrationService:
         with self.cond:
             self.closing = True
             self.cond.notify_all()
+        if self.watcher is not None:
+            self.watcher.stop()
+            self.watcher = None
         if self.httpd is not None:
             self.httpd.shutdown()
             self.httpd.server_close()
@@ -299,31 +402,35 @@ class RegistrationService:
                     job_id, member, n, body.get("slots"), verifier, self.limits.max_jobs
                 )
                 entry = outcome.entry
+                self._persist(entry.job_id)  # a pending registration survives a restart
                 break
         else:
             raise Conflict(f"job {job_id} kept changing while its credentials were checked")
         if outcome.complete:
             try:
-                job = self.controller.create_job(
-                    entry.job_id,
-                    outcome.members,
-                    entry.slot_count,
-                    n=entry.n,
-                    verifier=entry.verifier,
+                job = self.controller.plan_job(
+                    entry.job_id, outcome.members, entry.slot_count, entry.n, entry.verifier
                 )
+                with self.cond:
+                    entry.job = job
+                    self._persist(entry.job_id)  # the plan is durable before it is installed
+                self.controller.restore_job(job)
             except ControllerError as err:
                 with self.cond:
                     self.registry.install_failed(entry.job_id, err)
+                    self._persist(entry.job_id)
                     self.cond.notify_all()
                 raise
             with self.cond:
                 self.installs += 1
                 self.registry.installed(entry.job_id, job)
+                self._persist(entry.job_id)
                 self.cond.notify_all()
         with self.cond:
             if not self._wait(lambda: entry.state not in (JOINING, INSTALLING), timeout):
                 missing = entry.waiting_for
                 self.registry.withdraw(entry.job_id, member.rank)
+                self._persist(entry.job_id)
                 self.cond.notify_all()
                 raise Timeout(
                     f"job {entry.job_id}: timed out after {timeout:g} s waiting for "
@@ -391,9 +498,11 @@ class RegistrationService:
         checked = self._authorize(job_id, cred)
         with self.cond:
             self._confirm(job_id, checked)
-            gen, complete = self.registry.recover_arrive(job_id, body["rank"], body["next_call"])
-        if complete:
-            self._clear_for_recovery(job_id, gen)
+            gen, complete = self.registry.recover_arrive(
+                job_id, body["rank"], body["next_call"], body.get("done")
+            )
+        if complete:  # the switch may be away: wait for it, short of the ranks' own wait
+            self._clear_for_recovery(job_id, gen, max(0.0, timeout - 1.0))
 
         def done() -> bool:
             return self.registry.recovery_outcome(job_id, gen) is not None
@@ -410,16 +519,43 @@ class RegistrationService:
                     f"ranks {', '.join(map(str, missing))}"
                 )
             outcome = self.registry.recovery_outcome(job_id, gen)
+            entry = self.registry.entries.get(job_id)
+            done = entry.recovery.done_range.get(gen) if entry is not None else None
         if isinstance(outcome, ControllerError):
             raise outcome
-        return {"job_id": job_id, "generation": gen, "next_call": outcome, "cleared": True}
+        answer: dict[str, Any] = {
+            "job_id": job_id,
+            "generation": gen,
+            "next_call": outcome,
+            "cleared": True,
+        }
+        if done is not None:  # the fewest and most calls the ranks had completed
+            answer["min_done"], answer["max_done"] = done
+        return answer
 
-    def _clear_for_recovery(self, job_id: int, generation: int) -> None:
+    def _clear_for_recovery(self, job_id: int, generation: int, wait: float = 0.0) -> None:
+        """Clear the job's slots for recovery round ``generation``. When the switch is away
+        (the clear fails and the watcher is reconnecting), wait up to ``wait`` seconds for
+        it to come back and be reconciled (its slots are then clean), and clear again."""
         error: ControllerError | None = None
-        try:
-            self.controller.clear_slots(job_id)
-        except ControllerError as err:
-            error = err
+        deadline = time.monotonic() + wait
+        while True:
+            epoch = self.switch_epoch
+            try:
+                self.controller.clear_slots(job_id)
+                error = None
+                break
+            except ControllerError as err:
+                error = err
+            left = deadline - time.monotonic()
+            if self.watcher is None or left <= 0:
+                break
+            with self.cond:
+                try:
+                    self._wait(lambda e=epoch: self.switch_epoch != e, left)
+                except Stopping as err:
+                    error = err
+                    break
         with self.cond:
             self.registry.recovered(job_id, generation, error)
             self.cond.notify_all()
@@ -431,6 +567,7 @@ class RegistrationService:
         with self.cond:
             self._confirm(job_id, checked)
             entry, last = self.registry.leave(job_id, body["rank"])
+            self._persist(job_id)
             recovering = None if last else self.registry.recovery_after_leave(job_id)
             self.cond.notify_all()
         if recovering is not None:

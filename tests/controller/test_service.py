@@ -93,8 +93,9 @@ def test_join_errors(service: RegistrationService, client: RegistrationClient) -
     )
     pending.start()
     _wait_for(lambda: client.jobs() and client.jobs()[0]["joined"] == [0])
+    m = member(0, udp_base=6000)  # rank 0 again, from another address: a second worker
     with pytest.raises(RegistrationError, match="rank 0 already joined job 7") as e:
-        _join(client, 7, 0, 2, timeout=1)
+        client.join(7, 0, 2, m.ip, m.udp_port, m.mac, m.switch_port, timeout=1)
     assert e.value.status == 409
     with pytest.raises(RegistrationError, match="job 7 has n = 2, not 3") as e:
         _join(client, 7, 1, 3, timeout=1)
