@@ -116,6 +116,9 @@ class Outcome:
     # the shadowing warnings, 'FILE(LINE): [--Wwarn=shadow] warning: ...' (paths relative
     # to ROOT); compared and reported, but not a mismatch by themselves
     warnings: tuple[str, ...] = ()
+    # every line the first error's message points at (p4c cites a declaration first and the
+    # use after it, or the origin of a type mismatch): ours must be one of them
+    error_lines: tuple[int, ...] = ()
 
 
 @dataclass
@@ -240,6 +243,30 @@ def _first_error(stderr: str, returncode: int) -> str:
     )
 
 
+_DIAG = re.compile(r"^\S.*\b(error|warning):")
+_POS = re.compile(r"\((\d+)\)")
+
+
+def _error_lines(stderr: str) -> tuple[int, ...]:
+    """The lines named in the first error's block: its first line and the indented or
+    position-only lines after it, up to the next diagnostic."""
+    lines = stderr.splitlines()
+    start = next((i for i, ln in enumerate(lines) if "error" in ln.lower()), None)
+    if start is None:
+        return ()
+    block = [lines[start]]
+    for ln in lines[start + 1 :]:
+        if _DIAG.match(ln):
+            break
+        block.append(ln)
+    found: list[int] = []
+    for ln in block:
+        for m in _POS.finditer(ln):
+            if int(m.group(1)) not in found:
+                found.append(int(m.group(1)))
+    return tuple(found)
+
+
 def _shadow_warnings(stderr: str, root: Path) -> tuple[str, ...]:
     prefix = f"{root.resolve().as_posix()}/"
     return tuple(
@@ -264,7 +291,8 @@ def run_p4c(job: Job, root: Path = ROOT) -> Outcome:
             return Outcome(False, error=f"{TIMED_OUT} after {P4C_TIMEOUT_S:.0f} s")
         warns = _shadow_warnings(run.stderr, root)
         if run.returncode != 0:
-            return Outcome(False, error=_first_error(run.stderr, run.returncode), warnings=warns)
+            return Outcome(False, error=_first_error(run.stderr, run.returncode),
+                           warnings=warns, error_lines=_error_lines(run.stderr))  # fmt: skip
         data = info.read_bytes() if info.exists() else b""
         return Outcome(True, p4info=data, warnings=warns)
 
@@ -280,6 +308,7 @@ def run_p4c_cached(job: Job, version: str, cache: Path | None, root: Path = ROOT
             base64.b64decode(data["p4info"]),
             data["error"],
             tuple(data["warnings"]),
+            tuple(data["error_lines"]),
         )
     except (OSError, ValueError, KeyError):
         pass  # absent or unreadable: compute it again
@@ -290,7 +319,8 @@ def run_p4c_cached(job: Job, version: str, cache: Path | None, root: Path = ROOT
     tmp = entry.with_suffix(".tmp")
     tmp.write_text(json.dumps({"accepted": outcome.accepted, "error": outcome.error,
                                "p4info": base64.b64encode(outcome.p4info).decode(),
-                               "warnings": list(outcome.warnings)}))  # fmt: skip
+                               "warnings": list(outcome.warnings),
+                               "error_lines": list(outcome.error_lines)}))  # fmt: skip
     tmp.replace(entry)
     return outcome
 
@@ -363,7 +393,12 @@ def _compare(job: Job, ours: Outcome, theirs: Outcome) -> Verdict:
     if ours.accepted != theirs.accepted:
         detail = f"    ours: {ours_s}\n    p4c:  {p4c_s}"
         return Verdict(job, "accept-reject", detail, ours=ours_s, p4c=p4c_s)
-    if not ours.accepted and job.error_line and _line(ours.error) != _line(theirs.error):
+    if (
+        not ours.accepted
+        and job.error_line
+        and theirs.error_lines  # p4c gave a position
+        and _line(ours.error) not in theirs.error_lines
+    ):
         detail = f"    ours: {ours_s}\n    p4c:  {p4c_s}"
         return Verdict(job, "error-line", detail, ours=ours_s, p4c=p4c_s)
     if ours.accepted:

@@ -247,6 +247,11 @@ class CallsMixin:
                 if a.name not in by_name:
                     raise fail(a.pos, f"{name}: no parameter named {a.name}")
                 pairs.append((by_name[a.name], a))
+            given = {a.name for a in args}
+            for p, _ in params:
+                if p.name not in given and not _optional(p):
+                    # p4c: 'action two(x = 16w1): parameter y must be bound'
+                    raise fail(pos, f"{name}: parameter {p.name} must be bound")
             order_named_args([p for p, _ in params], args)
         else:
             if len(args) > len(params):

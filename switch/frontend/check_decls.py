@@ -325,6 +325,16 @@ class DeclsMixin:
             proto = self.pick_overload(ctors, args, pos, t.name)
             self.bind_args(proto.resolved_params, args, scope, ctx, bindings, pos, t.name)
             self.order_named_args([p for p, _ in proto.resolved_params], args)
+            for a in args:
+                # constructor arguments are compile-time values (p4c's type inference)
+                at = T.strip_newtype(a.value.type) if a.value is not None else None
+                if (isinstance(at, (T.Bits, T.InfInt)) or at == T.BOOL) and self.const_value(
+                    a.value, scope
+                ) is None:
+                    raise fail(
+                        a.value.pos,
+                        f"{self.describe(a.value)}: cannot evaluate to a compile-time constant",
+                    )
             for tp in t.decl.type_params:
                 bindings.setdefault(tp, T.TypeVar(tp))
             return T.ExternT(t.name, t.decl, bindings)
@@ -419,14 +429,21 @@ class DeclsMixin:
                 return simple[t.name]
             raise fail(t.pos, f"unsupported type argument {t.name[1:]}")
         if isinstance(t, A.NamedType):
-            sym = (self.globals if t.dot else scope).lookup(t.name)
-            if sym is None:
-                raise fail(t.pos, f"{t.name}: type not found (undeclared)")
-            if sym.kind != "type":
-                raise fail(t.pos, f"{t.name}: is not a type")
-            return sym.type
+            named = self.named_type(t, scope)
+            if (
+                isinstance(named, T.StructT)
+                and getattr(named.decl, "type_params", None)
+                and "<" not in named.name  # not a typedef of a specialization
+            ):
+                # p4c infers type arguments of externs and blocks, never of a generic struct
+                raise fail(t.pos, f"Unspecified type parameters for {named.kind} {t.name}")
+            return named
         if isinstance(t, A.SpecializedType):
-            base = self.resolve_type(t.base, scope)
+            base = (
+                self.named_type(t.base, scope)
+                if isinstance(t.base, A.NamedType)
+                else self.resolve_type(t.base, scope)
+            )
             args = [self.resolve_type(a, scope) for a in t.args]
             params = getattr(getattr(base, "decl", None), "type_params", None)
             if params is None or not params:
@@ -467,6 +484,14 @@ class DeclsMixin:
         if isinstance(t, A.TupleType):
             return T.TupleT(tuple(self.resolve_type(a, scope) for a in t.args))
         raise fail(t.pos, "unsupported type")
+
+    def named_type(self, t: A.NamedType, scope: Scope) -> T.Type:
+        sym = (self.globals if t.dot else scope).lookup(t.name)
+        if sym is None:
+            raise fail(t.pos, f"{t.name}: type not found (undeclared)")
+        if sym.kind != "type":
+            raise fail(t.pos, f"{t.name}: is not a type")
+        return sym.type
 
     def specialize_struct(self, base: T.StructT, binding: dict[str, T.Type]) -> T.StructT:
         name = f"{base.name}<{', '.join(map(str, binding.values()))}>"

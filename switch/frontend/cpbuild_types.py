@@ -86,7 +86,8 @@ class TypesMixin:
         self.seen_types.add(name)
         if isinstance(t, T.NewType):
             base = T.strip_newtype(t)
-            nt = CPNewType(t.name, T.width_of(base) or 0, isinstance(base, T.Bits) and base.signed)
+            nt = CPNewType(t.name, T.width_of(base) or 0, isinstance(base, T.Bits) and base.signed,
+                           base == T.BOOL)  # fmt: skip
             for a in t.decl.annotations if t.decl else []:
                 if a.name == "p4runtime_translation" and a.args:
                     if isinstance(a.args[0], A.StringLit):

@@ -160,6 +160,7 @@ class CPNewType:
     name: str
     bitwidth: int = 0  # of the underlying bit<W>/int<W>
     signed: bool = False
+    boolean: bool = False  # a `type bool T;` (P4Info's original_type is `bool`)
     translation_uri: str | None = None  # @p4runtime_translation("uri", ...)
     translation_bitwidth: int | None = None  # its second argument when it is an integer
     translation_string: bool = False  # its second argument is `string`

@@ -134,6 +134,9 @@ class TypeInfo:
         if new_type.name in self._info.new_types:
             return
         spec = self._info.new_types[new_type.name]
+        if new_type.translation_uri is None and new_type.boolean:
+            spec.original_type.bool.SetInParent()
+            return
         if new_type.translation_uri is None:
             bitstring(new_type.bitwidth, new_type.signed, spec.original_type.bitstring)
             return

@@ -135,12 +135,46 @@ class ParserBase:
                 # (`f ( c ) , x . y`); P4Info shows that text
                 ann.body = " ".join(t.text for t in body_toks)
                 self.parse_annotation_body(ann, body_toks)
+                if ann.name == "name":
+                    self.check_name_annotation(ann, body_toks)
             elif self.at("["):
-                ann.body, body_toks = self.balanced("[", "]")
-                ann.structured = True
-                self.parse_annotation_body(ann, body_toks)
+                self.structured_body(ann)
             result.append(ann)
         return result
+
+    def check_name_annotation(self, ann: A.Annotation, body: list[Token]) -> None:
+        """p4c's ParseAnnotations: @name takes exactly one string literal."""
+        if ann.args is not None and len(ann.args) == 1 and isinstance(ann.args[0], A.StringLit):
+            return
+        pos = body[0].pos if body else ann.pos
+        text = ann.body or "@name"
+        raise CompileError(pos, f"{text}: @name annotation's value must be a string")
+
+    def structured_body(self, ann: A.Annotation) -> None:
+        """``@a[e, ...]`` or ``@a[k = e, ...]``: parsed by the grammar as p4c's does, so a
+        token that does not fit (``@a[k = 1, 2]``, a missing ``]``) is a syntax error there."""
+        self.expect("[")
+        start = self.i
+        ann.structured = True
+        if self.tok.kind in ("id", "kw") and self.peek().text == "=":
+            kv = []
+            while not self.at("]"):
+                key, _ = self.name("a name")
+                self.expect("=")
+                kv.append((key, self.expression()))
+                if not self.accept(","):
+                    break
+            ann.kv = kv
+        else:
+            args = []
+            while not self.at("]"):
+                args.append(self.expression())
+                if not self.accept(","):
+                    break
+            ann.args = args
+        inner = self.toks[start : self.i]
+        self.expect("]")
+        ann.body = _join(inner)
 
     def pragma_annotation(self, tok: Token) -> A.Annotation:
         """``@pragma NAME TOKENS...`` is p4c's ``@NAME(TOKENS...)`` (a line of its own)."""
@@ -168,12 +202,7 @@ class ParserBase:
                 if depth == 0:
                     break
             inner.append(t)
-        text = ""
-        for k, t in enumerate(inner):
-            if k and not (t.text in (",", ")", "]", ".") or inner[k - 1].text in ("(", "[", ".")):
-                text += " "
-            text += t.text
-        return text, inner
+        return _join(inner), inner
 
     def parse_annotation_body(self, ann: A.Annotation, body: list[Token]) -> None:
         """Annotation bodies are token soup; keep an expression-list reading when there is one."""
@@ -204,3 +233,13 @@ class ParserBase:
                 ann.args = args
         except CompileError:
             pass  # an unstructured annotation; only its text matters
+
+
+def _join(toks: list[Token]) -> str:
+    """Tokens as annotation text: one space apart except around ``,`` ``.`` and brackets."""
+    text = ""
+    for k, t in enumerate(toks):
+        if k and not (t.text in (",", ")", "]", ".") or toks[k - 1].text in ("(", "[", ".")):
+            text += " "
+        text += t.text
+    return text

@@ -287,7 +287,7 @@ class DeclsMixin(ParserBase):
                     st.annotations = annos
                     states.append(st)
                 else:
-                    d = self.local_decl()
+                    d = self.local_decl(in_parser=True)
                     d.annotations = annos + d.annotations
                     locals_.append(d)
             self.pop()
@@ -307,7 +307,7 @@ class DeclsMixin(ParserBase):
         self.pop()
         return A.ControlDecl(kw.pos, name, tparams, params, ctor_params, locals_, body)
 
-    def local_decl(self) -> A.Decl:
+    def local_decl(self, in_parser: bool = False) -> A.Decl:
         t = self.tok
         if t.kind == "kw":
             if t.text == "const":
@@ -317,6 +317,8 @@ class DeclsMixin(ParserBase):
             if t.text == "table":
                 return self.table_decl()
             if t.text == "value_set":
+                if not in_parser:  # the grammar has value sets among a parser's locals only
+                    raise self.error("'action', 'const', 'table' or a declaration")
                 return self.value_set_decl()
         if t.kind == "id" and t.text == "table" and self.peek().kind == "id":
             return self.table_decl()
@@ -360,6 +362,12 @@ class DeclsMixin(ParserBase):
 
     def function_or_instance(self) -> A.Decl:
         pos = self.tok.pos
+        save = self.i
+        self.skip_type_for_lookahead()
+        generic = self.tok.kind == "id" and self.peek().text == "<"
+        self.i = save
+        if generic:
+            return self.generic_function(pos)
         if self.at("void"):
             self.i += 1
             rtype: A.TypeRef = A.BaseType(pos, "void")
@@ -373,6 +381,25 @@ class DeclsMixin(ParserBase):
         self.declare(name, False)
         self.push()
         tparams = self.type_params()
+        params = self.params()
+        lb = self.expect("{")
+        body = self.block_rest(lb.pos)
+        self.pop()
+        return A.FunctionDecl(pos, name, rtype, tparams, params, body)
+
+    def generic_function(self, pos: SourcePos) -> A.FunctionDecl:
+        """``T f<T>(...) { ... }``: the return type may name the function's own type
+        parameters, so they are declared (in the function's scope) before it is parsed."""
+        save = self.i
+        self.skip_type_for_lookahead()
+        name, _ = self.name("a name")
+        self.declare(name, False)
+        self.push()
+        tparams = self.type_params()
+        after = self.i
+        self.i = save
+        rtype = self.typeref(allow_void=True)
+        self.i = after
         params = self.params()
         lb = self.expect("{")
         body = self.block_rest(lb.pos)

@@ -163,7 +163,7 @@ def _types() -> list[Case]:
         _x(a, "serializable_enum_wrong_width",
            types="enum bit<8> Kind { X = 1, Y = 2 }\n",
            ingress="        meta.b = Kind.X;"),
-        _x(a, "type_of_bool_key", types="type bool flag_t;\n",
+        _v(a, "type_of_bool_key", types="type bool flag_t;\n",
            mfields="    flag_t f;", idecls=SET_B + _table(key="meta.f: exact;"),
            ingress="        t.apply();"),
         _x(a, "typedef_duplicate", types="typedef bit<8> b8_t;\ntypedef bit<16> b8_t;\n"),
