@@ -16,6 +16,7 @@ loop".
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import socket
 import threading
@@ -32,7 +33,7 @@ from .build import compiler as compiler  # the one lookup, re-exported for the l
 
 RUNTIME = Path(__file__).resolve().parent / "runtime"
 SOURCES = ("ioloop.c", "ioloop.h", "p4r_handler.h")
-ABI = 1
+ABI = 2
 REASONS = (
     "runt",
     "oversize",
@@ -89,6 +90,9 @@ _STAT_NAMES = (
     "cpu_queued",
     "cpu_dropped",
     "inject_dropped",
+    "gso_sends",
+    "gro_receives",
+    "gso_refused",
 )
 
 
@@ -108,6 +112,20 @@ class LoopStats:
     cpu_queued: int
     cpu_dropped: int
     inject_dropped: int
+    gso_sends: int  # UDP sends that carried several datagrams (UDP_SEGMENT)
+    gro_receives: int  # UDP super-datagrams received (UDP_GRO)
+    gso_refused: int  # segmented sends the kernel refused (then per datagram)
+
+
+log = logging.getLogger("p4reduce.switch")
+
+OFFLOAD_ENV = "P4REDUCE_UDP_OFFLOAD"  # 0/off/no/false: per-datagram UDP I/O (host driver too)
+
+
+def udp_offload_default() -> bool:
+    """Whether UDP GSO/GRO is wanted: yes unless $P4REDUCE_UDP_OFFLOAD says 0/off/no/false
+    (the host's native driver reads the same variable, host/_engine/udpio.h)."""
+    return os.environ.get(OFFLOAD_ENV, "").strip().lower() not in ("0", "off", "no", "false")
 
 
 class NativeUnavailable(RuntimeError):
@@ -167,6 +185,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "p4r_ioloop_add_udp_port": (c_int, [vp, u32, u32, u16]),
         "p4r_ioloop_add_raw_port": (c_int, [vp, u32, c_int]),
         "p4r_ioloop_set_handler": (None, [vp, vp, vp]),
+        "p4r_ioloop_udp_offload": (c_int, [vp, c_int]),
         "p4r_ioloop_start": (c_int, [vp]),
         "p4r_ioloop_stop": (c_int, [vp]),
         "p4r_ioloop_free": (None, [vp]),
@@ -271,6 +290,7 @@ class NativeIoLoop:
         cpu_port: int | None = None,
         queue_frames: int = 4096,
         lib: ctypes.CDLL | None = None,
+        udp_offload: bool | None = None,
     ) -> None:
         self.lib = _need(lib)
         self.ports = dict(ports)
@@ -281,11 +301,27 @@ class NativeIoLoop:
         self._handler_keepalive: object = None
         self._cpu_buf = (ctypes.c_uint8 * MAX_FRAME)()
         self.adapter: UdpAdapter | None = None
+        # the UDP offloads in use on the adapter's socket: "gso", "gro" (docs/ports.md)
+        self.offload: frozenset[str] = frozenset()
         try:
             self._add_ports()
+            if self.adapter is not None:
+                self._offload(udp_offload_default() if udp_offload is None else udp_offload)
         except BaseException:
             self.close()
             raise
+
+    def _offload(self, want: bool) -> None:
+        flags = self.lib.p4r_ioloop_udp_offload(self._h, int(want))
+        if flags < 0:
+            raise OSError(ctypes.get_errno(), "native I/O loop: cannot configure UDP offload")
+        self.offload = frozenset(n for bit, n in ((1, "gso"), (2, "gro")) if flags & bit)
+        if want and len(self.offload) < 2:
+            missing = " and ".join(n.upper() for n in ("gso", "gro") if n not in self.offload)
+            log.warning(
+                "UDP %s unavailable on this kernel; the native I/O loop sends and receives "
+                "one datagram per packet there (%s=0 turns both off)", missing, OFFLOAD_ENV,
+            )  # fmt: skip
 
     def _add_ports(self) -> None:
         lib, h = self.lib, self._h

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import random
 import socket
+import struct
 import sys
 import time
 
@@ -17,6 +18,7 @@ from p4reduce.switch.native import ioloop
 from p4reduce.switch.ports import ipudp
 from p4reduce.switch.ports.udp import UdpAdapter
 
+SOL_UDP, UDP_SEGMENT = 17, 103
 libc = ctypes.CDLL(None)
 libc.malloc.restype = ctypes.c_void_p
 libc.malloc.argtypes = [ctypes.c_size_t]
@@ -71,7 +73,7 @@ def fuzz_framing(lib: ctypes.CDLL, rng: random.Random, rounds: int) -> None:
     del u8p
 
 
-def drive_loop(lib: ctypes.CDLL, handler_so: str, rng: random.Random) -> None:
+def drive_loop(lib: ctypes.CDLL, handler_so: str, rng: random.Random, offload: bool) -> None:
     so = ctypes.CDLL(handler_so)
     fn = ctypes.cast(so.test_handler, ctypes.c_void_p).value
 
@@ -93,7 +95,9 @@ def drive_loop(lib: ctypes.CDLL, handler_so: str, rng: random.Random) -> None:
         s.setblocking(False)
         peers[n] = s
     adapter = UdpAdapter(("127.0.0.1", 0), {n: s.getsockname() for n, s in peers.items()})
-    loop = ioloop.NativeIoLoop(adapter.ports, cpu_port=64, queue_frames=16, lib=lib)
+    loop = ioloop.NativeIoLoop(
+        adapter.ports, cpu_port=64, queue_frames=16, lib=lib, udp_offload=offload
+    )
     loop.set_handler(fn, ctypes.addressof(ctx))
     loop.start()
     sent = 0
@@ -101,9 +105,19 @@ def drive_loop(lib: ctypes.CDLL, handler_so: str, rng: random.Random) -> None:
         cmd = rng.choice(b"RMCNFTD")
         size = rng.choice([0, 1, 50, 1400, 16341, 16342, 16343, 30000])
         try:
-            peers[rng.choice([1, 2, 3])].sendto(bytes([cmd]) + rng.randbytes(size), adapter.listen)
-            sent += 1
-        except BlockingIOError:
+            if rng.random() < 0.1 and size + 1 <= 32000:
+                # a segmented send: the loop's UDP_GRO path splits it (ioloop.c rx_adapter_gro)
+                count = rng.randrange(2, min(64, 65000 // (size + 1)) + 1)
+                parts = [bytes([cmd]) + rng.randbytes(size) for _ in range(count)]
+                parts[-1] = parts[-1][: rng.randrange(0, size + 2)]  # a shorter last one
+                gso = [(SOL_UDP, UDP_SEGMENT, struct.pack("H", size + 1))]
+                peers[rng.choice([1, 2, 3])].sendmsg(parts, gso, 0, adapter.listen)
+                sent += count
+            else:
+                peer = peers[rng.choice([1, 2, 3])]
+                peer.sendto(bytes([cmd]) + rng.randbytes(size), adapter.listen)
+                sent += 1
+        except (BlockingIOError, OSError):
             pass
         if rng.random() < 0.05:
             loop.inject(rng.randrange(0, 8), rng.randbytes(rng.randrange(0, 100)))
@@ -127,7 +141,7 @@ def drive_loop(lib: ctypes.CDLL, handler_so: str, rng: random.Random) -> None:
     for s in peers.values():
         s.close()
     assert stats.handled > 0, stats
-    print(f"loop: {sent} datagrams sent, {stats}")
+    print(f"loop (offload {sorted(loop.offload)}): {sent} datagrams sent, {stats}")
 
 
 def main() -> int:
@@ -137,7 +151,8 @@ def main() -> int:
         return 2
     rng = random.Random(15)
     fuzz_framing(lib, rng, 20000)
-    drive_loop(lib, sys.argv[1], rng)
+    for offload in (True, False):  # UDP GSO/GRO where the kernel has them, and per datagram
+        drive_loop(lib, sys.argv[1], rng, offload)
     print("asan-fuzz ok")
     return 0
 

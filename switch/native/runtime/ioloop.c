@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <linux/if_packet.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,10 @@
 #define MAX_PAYLOAD (P4R_MAX_FRAME - P4R_UDP_OVERHEAD)
 #define MAX_PEERS (P4R_MAX_PORT + 1)
 #define MAX_RAW 64
+#define GSO_SEGS 64          /* datagrams per segmented send (the kernel allows 64 or more) */
+#define GSO_PAYLOAD 65507    /* bytes per segmented send: 65535 less the IPv4 and UDP headers */
+#define GRO_MSGS 8           /* super-datagrams per recvmmsg */
+#define GRO_BYTES 65536      /* the largest UDP datagram, whole */
 
 /* Single writer (the loop thread), concurrent readers: relaxed atomics, no lock prefix. */
 #define BUMP(x) __atomic_store_n(&(x), __atomic_load_n(&(x), __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED)
@@ -53,6 +58,21 @@ struct txq {
     struct port *owner[TX_SLOTS];
 };
 
+/* The adapter's segmented sends (p4r_ioloop_udp_offload): the queue regrouped by peer, each
+ * peer's datagrams in their order, cut into runs of one length (a shorter last one ends a
+ * run), one message each. */
+struct gso_tx {
+    uint32_t order[TX_SLOTS]; /* queue indexes, grouped by peer */
+    uint8_t taken[TX_SLOTS];
+    struct mmsghdr msgs[TX_SLOTS];
+    struct iovec iov[TX_SLOTS];
+    uint32_t first[TX_SLOTS], count[TX_SLOTS]; /* a message's datagrams: order[first ..] */
+    union {
+        char buf[CMSG_SPACE(sizeof(uint16_t))];
+        struct cmsghdr align;
+    } ctl[TX_SLOTS];
+};
+
 struct port {
     uint32_t number;
     int kind;
@@ -78,6 +98,9 @@ struct adapter {
     uint32_t npeers;
     struct peer_entry peers[MAX_PEERS]; /* sorted by key when the loop starts */
     struct txq tx;
+    int gso, gro;            /* p4r_ioloop_udp_offload */
+    struct gso_tx *gtx;      /* with gso */
+    uint8_t *grobuf;         /* with gro: GRO_MSGS buffers of GRO_BYTES */
 };
 
 struct source {
@@ -370,8 +393,14 @@ static int txq_init(struct txq *q, int fd, int is_udp) {
     return q->arena ? 0 : -1;
 }
 
+static void txq_flush_gso(struct p4r_ioloop *loop, struct txq *q);
+
 /* sendmmsg everything queued, counting as switch/ports/udp.py and raw.py count one send. */
 static void txq_flush(struct p4r_ioloop *loop, struct txq *q) {
+    if (q->is_udp && loop->adapter->gso) {
+        txq_flush_gso(loop, q);
+        return;
+    }
     uint32_t i = 0;
     int64_t retried = -1; /* a UDP send that met a stale ICMP error is retried once */
     while (i < q->n) {
@@ -396,6 +425,118 @@ static void txq_flush(struct p4r_ioloop *loop, struct txq *q) {
         }
         BUMP(p->c.tx_dropped[!q->is_udp && e == EMSGSIZE ? P4R_MTU_EXCEEDED : P4R_SEND_ERROR]);
         count_errno(&p->c, e);
+        i++;
+    }
+    q->n = 0;
+    q->used = 0;
+}
+
+/* One queued datagram on its own (after a refused segmented send), counted as txq_flush
+ * counts it. */
+static void txq_send_one(struct txq *q, uint32_t e) {
+    struct port *p = q->owner[e];
+    for (;;) {
+        if (sendmsg(q->fd, &q->msgs[e].msg_hdr, MSG_DONTWAIT) >= 0) {
+            BUMP(p->c.tx_frames);
+            return;
+        }
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            BUMP(p->c.tx_dropped[P4R_BUFFER_FULL]);
+        } else {
+            BUMP(p->c.tx_dropped[P4R_SEND_ERROR]);
+            count_errno(&p->c, errno);
+        }
+        return;
+    }
+}
+
+/* txq_flush with UDP_SEGMENT (struct gso_tx): the kernel cuts each message into the
+ * datagrams the per-datagram path sends; only the order across peers differs (each peer's
+ * own order is kept). Errors as there, per message; a message the kernel refuses to
+ * segment (EINVAL, EIO, EOPNOTSUPP, EMSGSIZE: a route that cannot) turns GSO off and the
+ * rest goes per datagram. */
+static void txq_flush_gso(struct p4r_ioloop *loop, struct txq *q) {
+    struct adapter *a = loop->adapter;
+    struct gso_tx *g = a->gtx;
+    uint32_t no = 0, m = 0;
+    memset(g->taken, 0, q->n);
+    for (uint32_t i = 0; i < q->n; i++) {
+        if (g->taken[i]) continue;
+        for (uint32_t j = i; j < q->n; j++) {
+            if (!g->taken[j] && q->owner[j] == q->owner[i]) {
+                g->taken[j] = 1;
+                g->order[no++] = j;
+            }
+        }
+    }
+    for (uint32_t k = 0; k < no; m++) {
+        uint32_t e = g->order[k], n = 0;
+        struct port *p = q->owner[e];
+        size_t seg = q->iov[e].iov_len, bytes = 0;
+        struct msghdr *h = &g->msgs[m].msg_hdr;
+        memset(h, 0, sizeof *h);
+        h->msg_iov = &g->iov[k];
+        h->msg_name = &q->dst[e];
+        h->msg_namelen = sizeof q->dst[e];
+        g->first[m] = k;
+        do {
+            g->iov[k] = q->iov[g->order[k]];
+            bytes += g->iov[k].iov_len;
+            n++, k++;
+        } while (seg > 0 && k < no && n < GSO_SEGS && q->owner[g->order[k]] == p &&
+                 g->iov[k - 1].iov_len == seg && q->iov[g->order[k]].iov_len > 0 &&
+                 q->iov[g->order[k]].iov_len <= seg &&
+                 bytes + q->iov[g->order[k]].iov_len <= GSO_PAYLOAD);
+        h->msg_iovlen = n;
+        g->count[m] = n;
+        if (n > 1) {
+            uint16_t size = (uint16_t)seg;
+            h->msg_control = g->ctl[m].buf;
+            h->msg_controllen = sizeof g->ctl[m].buf;
+            struct cmsghdr *cm = CMSG_FIRSTHDR(h);
+            cm->cmsg_level = SOL_UDP;
+            cm->cmsg_type = UDP_SEGMENT;
+            cm->cmsg_len = CMSG_LEN(sizeof size);
+            memcpy(CMSG_DATA(cm), &size, sizeof size);
+        }
+    }
+    uint32_t i = 0;
+    int64_t retried = -1; /* a send that met a stale ICMP error is retried once */
+    while (i < m) {
+        int r = sendmmsg(q->fd, g->msgs + i, m - i, MSG_DONTWAIT);
+        if (r > 0) {
+            for (uint32_t j = i; j < i + (uint32_t)r; j++) {
+                for (uint32_t k = g->first[j]; k < g->first[j] + g->count[j]; k++)
+                    BUMP(q->owner[g->order[k]]->c.tx_frames);
+                if (g->count[j] > 1) BUMP(loop->stats.gso_sends);
+            }
+            i += (uint32_t)r;
+            continue;
+        }
+        int e = r == 0 ? EAGAIN : errno;
+        if (e == EINTR) continue;
+        if (e == EAGAIN || e == EWOULDBLOCK) {
+            for (uint32_t k = g->first[i]; k < no; k++)
+                BUMP(q->owner[g->order[k]]->c.tx_dropped[P4R_BUFFER_FULL]);
+            break;
+        }
+        if (g->count[i] > 1 && (e == EINVAL || e == EIO || e == EOPNOTSUPP || e == EMSGSIZE)) {
+            a->gso = 0;
+            BUMP(loop->stats.gso_refused);
+            for (uint32_t k = g->first[i]; k < no; k++) txq_send_one(q, g->order[k]);
+            break;
+        }
+        if (unreachable(e) && retried != (int64_t)i) {
+            count_errno(&a->c, e); /* an ICMP error for an earlier datagram surfaced here */
+            retried = i;
+            continue;
+        }
+        for (uint32_t k = g->first[i]; k < g->first[i] + g->count[i]; k++) {
+            struct port *p = q->owner[g->order[k]];
+            BUMP(p->c.tx_dropped[P4R_SEND_ERROR]);
+            count_errno(&p->c, e);
+        }
         i++;
     }
     q->n = 0;
@@ -511,8 +652,51 @@ static struct port *find_peer(struct adapter *a, uint32_t ip, uint16_t port) {
     return lo < a->npeers && a->peers[lo].key == key ? a->peers[lo].port : NULL;
 }
 
+/* The port of a received datagram's sender, or NULL (an unknown sender). */
+static struct port *sender(struct adapter *a, const struct msghdr *h) {
+    const struct sockaddr_in *from = h->msg_name;
+    if (h->msg_namelen < sizeof *from || from->sin_family != AF_INET) return NULL;
+    return find_peer(a, ntohl(from->sin_addr.s_addr), ntohs(from->sin_port));
+}
+
+/* One datagram of `size` bytes from port p, its payload already at frame + P4R_UDP_OVERHEAD
+ * (unless oversize): the frame switch/ports/udp.py builds, through the handler. */
+static void adapter_frame(struct p4r_ioloop *loop, struct port *p, struct msghdr *h,
+                          uint8_t *frame, uint32_t size) {
+    struct adapter *a = loop->adapter;
+    if (size > MAX_PAYLOAD) {
+        BUMP(p->c.rx_dropped[P4R_OVERSIZE]);
+        return;
+    }
+    const struct sockaddr_in *from = h->msg_name;
+    uint32_t dst_ip = a->listen_ip;
+    if (a->pktinfo) {
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(h); cm; cm = CMSG_NXTHDR(h, cm)) {
+            if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_PKTINFO) {
+                struct in_pktinfo info;
+                memcpy(&info, CMSG_DATA(cm), sizeof info);
+                dst_ip = ntohl(info.ipi_addr.s_addr); /* the datagram's IP destination */
+            }
+        }
+    }
+    uint8_t src_mac[6];
+    p4r_port_mac(p->number, src_mac);
+    int len = p4r_udp_build_frame(frame, frame + P4R_UDP_OVERHEAD, size, a->mac, src_mac,
+                                  ntohl(from->sin_addr.s_addr), dst_ip, ntohs(from->sin_port),
+                                  a->listen_port, a->ip_id);
+    a->ip_id++;
+    BUMP(p->c.rx_frames);
+    run_frame(loop, p->number, frame, (uint32_t)len);
+}
+
+static void rx_adapter_gro(struct p4r_ioloop *loop);
+
 static void rx_adapter(struct p4r_ioloop *loop) {
     struct adapter *a = loop->adapter;
+    if (a->gro) {
+        rx_adapter_gro(loop);
+        return;
+    }
     /* The payload lands where the frame will carry it, so the frame is built in place. */
     prepare_rx(loop, P4R_UDP_OVERHEAD, MAX_PAYLOAD, a->pktinfo);
     int n;
@@ -527,38 +711,68 @@ static void rx_adapter(struct p4r_ioloop *loop) {
     pthread_mutex_lock(&loop->handler_mu);
     for (int i = 0; i < n; i++) {
         struct msghdr *h = &loop->rmsgs[i].msg_hdr;
-        const struct sockaddr_in *from = (const struct sockaddr_in *)&loop->rname[i];
-        struct port *p = NULL;
-        if (h->msg_namelen >= sizeof *from && from->sin_family == AF_INET)
-            p = find_peer(a, ntohl(from->sin_addr.s_addr), ntohs(from->sin_port));
+        struct port *p = sender(a, h);
         if (!p) {
             BUMP(a->c.rx_dropped[P4R_UNKNOWN_SENDER]);
             continue;
         }
-        uint32_t size = loop->rmsgs[i].msg_len;
-        if (size > MAX_PAYLOAD) {
-            BUMP(p->c.rx_dropped[P4R_OVERSIZE]);
-            continue;
-        }
-        uint32_t dst_ip = a->listen_ip;
-        if (a->pktinfo) {
-            for (struct cmsghdr *cm = CMSG_FIRSTHDR(h); cm; cm = CMSG_NXTHDR(h, cm)) {
-                if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_PKTINFO) {
-                    struct in_pktinfo info;
-                    memcpy(&info, CMSG_DATA(cm), sizeof info);
-                    dst_ip = ntohl(info.ipi_addr.s_addr); /* the datagram's IP destination */
-                }
+        uint8_t *frame = loop->rxbuf + (size_t)i * P4R_MAX_FRAME;
+        adapter_frame(loop, p, h, frame, loop->rmsgs[i].msg_len);
+    }
+    pthread_mutex_unlock(&loop->handler_mu);
+}
+
+/* rx_adapter with UDP_GRO: each message may hold several datagrams of one sender, all of
+ * the UDP_GRO size but a shorter last one; each is copied into a frame buffer and goes on
+ * as rx_adapter's datagrams do (counted alike: unknown senders and oversize per datagram). */
+static void rx_adapter_gro(struct p4r_ioloop *loop) {
+    struct adapter *a = loop->adapter;
+    for (int i = 0; i < GRO_MSGS; i++) {
+        loop->riov[i].iov_base = a->grobuf + (size_t)i * GRO_BYTES;
+        loop->riov[i].iov_len = GRO_BYTES;
+        struct msghdr *h = &loop->rmsgs[i].msg_hdr;
+        memset(h, 0, sizeof *h);
+        h->msg_iov = &loop->riov[i];
+        h->msg_iovlen = 1;
+        h->msg_name = &loop->rname[i];
+        h->msg_namelen = sizeof loop->rname[i];
+        h->msg_control = loop->rctl[i];
+        h->msg_controllen = sizeof loop->rctl[i];
+    }
+    int n;
+    for (;;) {
+        n = recvmmsg(a->fd, loop->rmsgs, GRO_MSGS, MSG_DONTWAIT, NULL);
+        if (n >= 0) break;
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) count_errno(&a->c, errno);
+        return;
+    }
+    uint8_t *frame = loop->rxbuf; /* one frame at a time: the handler copies what it emits */
+    pthread_mutex_lock(&loop->handler_mu);
+    for (int i = 0; i < n; i++) {
+        struct msghdr *h = &loop->rmsgs[i].msg_hdr;
+        uint32_t total = loop->rmsgs[i].msg_len, seg = total ? total : 1;
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(h); cm; cm = CMSG_NXTHDR(h, cm)) {
+            if (cm->cmsg_level == SOL_UDP && cm->cmsg_type == UDP_GRO) {
+                int size;
+                memcpy(&size, CMSG_DATA(cm), sizeof size);
+                if (size > 0 && (uint32_t)size < seg) seg = (uint32_t)size;
             }
         }
-        uint8_t *frame = loop->rxbuf + (size_t)i * P4R_MAX_FRAME;
-        uint8_t src_mac[6];
-        p4r_port_mac(p->number, src_mac);
-        int len = p4r_udp_build_frame(frame, frame + P4R_UDP_OVERHEAD, size, a->mac, src_mac,
-                                      ntohl(from->sin_addr.s_addr), dst_ip,
-                                      ntohs(from->sin_port), a->listen_port, a->ip_id);
-        a->ip_id++;
-        BUMP(p->c.rx_frames);
-        run_frame(loop, p->number, frame, (uint32_t)len);
+        if (total > seg) BUMP(loop->stats.gro_receives);
+        struct port *p = sender(a, h);
+        const uint8_t *data = loop->riov[i].iov_base;
+        uint32_t at = 0;
+        do {
+            uint32_t size = total - at < seg ? total - at : seg;
+            if (!p) {
+                BUMP(a->c.rx_dropped[P4R_UNKNOWN_SENDER]);
+            } else {
+                if (size <= MAX_PAYLOAD) memcpy(frame + P4R_UDP_OVERHEAD, data + at, size);
+                adapter_frame(loop, p, h, frame, size);
+            }
+            at += seg;
+        } while (at < total);
     }
     pthread_mutex_unlock(&loop->handler_mu);
 }
@@ -704,6 +918,29 @@ int p4r_ioloop_add_udp_adapter(p4r_ioloop *loop, int fd, uint32_t listen_ip,
     return 0;
 }
 
+static void gro_off(struct adapter *a) {
+    int zero = 0;
+    if (a->gro) setsockopt(a->fd, SOL_UDP, UDP_GRO, &zero, sizeof zero);
+    a->gro = 0;
+}
+
+int p4r_ioloop_udp_offload(p4r_ioloop *loop, int want) {
+    struct adapter *a = loop->adapter;
+    if (!a || loop->started) return fail(EINVAL);
+    gro_off(a);
+    a->gso = 0;
+    if (!want) return 0;
+    int v = 0, one = 1;
+    socklen_t len = sizeof v;
+    if (getsockopt(a->fd, SOL_UDP, UDP_SEGMENT, &v, &len) == 0 &&
+        (a->gtx || (a->gtx = malloc(sizeof *a->gtx))))
+        a->gso = 1;
+    if ((a->grobuf || (a->grobuf = malloc((size_t)GRO_MSGS * GRO_BYTES))) &&
+        setsockopt(a->fd, SOL_UDP, UDP_GRO, &one, sizeof one) == 0)
+        a->gro = 1;
+    return a->gso | a->gro << 1;
+}
+
 int p4r_ioloop_add_udp_port(p4r_ioloop *loop, uint32_t number, uint32_t peer_ip,
                             uint16_t peer_port) {
     struct adapter *a = loop->adapter;
@@ -785,7 +1022,9 @@ int p4r_ioloop_stop(p4r_ioloop *loop) {
     if (!loop->started || loop->stopped) return 0;
     loop->stopped = 1;
     poke(loop->stop_fd);
-    return pthread_join(loop->thread, NULL) ? -1 : 0;
+    int rc = pthread_join(loop->thread, NULL) ? -1 : 0;
+    if (loop->adapter) gro_off(loop->adapter); /* the socket's next reader expects datagrams */
+    return rc;
 }
 
 void p4r_ioloop_free(p4r_ioloop *loop) {
@@ -801,7 +1040,10 @@ void p4r_ioloop_free(p4r_ioloop *loop) {
         free(p);
     }
     if (loop->adapter) {
+        gro_off(loop->adapter); /* configured but never started */
         free(loop->adapter->tx.arena);
+        free(loop->adapter->gtx);
+        free(loop->adapter->grobuf);
         free(loop->adapter);
     }
     fifo_free(&loop->cpu);
@@ -867,4 +1109,7 @@ void p4r_ioloop_stats(p4r_ioloop *loop, p4r_loop_stats *out) {
     out->cpu_queued = LOAD(loop->stats.cpu_queued);
     out->cpu_dropped = LOAD(loop->stats.cpu_dropped);
     out->inject_dropped = LOAD(loop->stats.inject_dropped);
+    out->gso_sends = LOAD(loop->stats.gso_sends);
+    out->gro_receives = LOAD(loop->stats.gro_receives);
+    out->gso_refused = LOAD(loop->stats.gso_refused);
 }

@@ -26,7 +26,7 @@
 
 #include "p4r_handler.h"
 
-#define P4R_IOLOOP_ABI 1     /* bumped when anything below changes */
+#define P4R_IOLOOP_ABI 2     /* bumped when anything below changes */
 #define P4R_MAX_FRAME 16384  /* switch/ports/base.py MAX_FRAME */
 #define P4R_MIN_FRAME 14     /* an Ethernet header */
 #define P4R_UDP_OVERHEAD 42  /* Ethernet + IPv4 + UDP headers */
@@ -73,6 +73,9 @@ typedef struct p4r_loop_stats {
     uint64_t cpu_queued;       /* frames put on the CPU queue */
     uint64_t cpu_dropped;      /* the CPU queue was full */
     uint64_t inject_dropped;   /* the inject queue was full (p4r_ioloop_inject returned -1) */
+    uint64_t gso_sends;        /* UDP sends of several datagrams (UDP_SEGMENT) */
+    uint64_t gro_receives;     /* UDP super-datagrams received (UDP_GRO), each several */
+    uint64_t gso_refused;      /* segmented sends the kernel refused (then per datagram) */
 } p4r_loop_stats;
 
 typedef struct p4r_ioloop p4r_ioloop;
@@ -99,6 +102,14 @@ void p4r_ioloop_set_handler(p4r_ioloop *loop, p4r_handler_fn fn, void *ctx);
 
 /* Start the loop thread / stop it (wakes it through an eventfd; returns after the join, well
  * under 100 ms). stop is idempotent; start after stop is refused (EINVAL). */
+/* UDP segmentation offload on the adapter's socket (before start): with want != 0, GSO
+ * (UDP_SEGMENT: the datagrams for one peer leave as one send per run of equal lengths) and
+ * GRO (UDP_GRO: the kernel may hand several datagrams of one peer back as one, split here
+ * into the frames the per-datagram path builds) where the kernel has them; want == 0: per
+ * datagram. Returns the offloads in use (1: GSO, 2: GRO), or -1 (EINVAL: no adapter or
+ * already started). GRO is turned off again when the loop stops. */
+int p4r_ioloop_udp_offload(p4r_ioloop *loop, int want);
+
 int p4r_ioloop_start(p4r_ioloop *loop);
 int p4r_ioloop_stop(p4r_ioloop *loop);
 /* Stops if needed and frees everything except the lent file descriptors. */

@@ -1,0 +1,194 @@
+"""The native I/O loop's UDP adapter with UDP GSO/GRO and per datagram (ioloop.c,
+p4r_ioloop_udp_offload): the same datagrams in, through the C test handler (test_handler.c),
+give every peer the same datagrams out, in the same per-peer order, and the handler the same
+frames; with offload on, super-datagrams were split and results left as segmented sends."""
+
+from __future__ import annotations
+
+import os
+import select
+import socket
+import struct
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+from p4reduce.switch.native import ioloop
+from p4reduce.switch.ports import ipudp
+from p4reduce.switch.ports.udp import DEFAULT_SWITCH_MAC, UdpAdapter
+
+SOL_UDP, UDP_SEGMENT, UDP_GRO = 17, 103, 104
+CPU = 64
+pytestmark = pytest.mark.timeout(60)
+
+
+def wait_until(check: Callable[[], bool], what: str, limit: float = 20.0) -> None:
+    end = time.monotonic() + limit
+    while not check():
+        if time.monotonic() > end:
+            raise AssertionError(f"never happened: {what}")
+        time.sleep(0.002)
+
+
+def send_segmented(sock: socket.socket, payloads: list[bytes], to: tuple[str, int]) -> None:
+    """One sendmsg carrying every payload (all of one length but a shorter last one)."""
+    sock.sendmsg(payloads, [(SOL_UDP, UDP_SEGMENT, struct.pack("H", len(payloads[0])))], 0, to)
+
+
+def read_datagrams(sock: socket.socket, count: int) -> tuple[list[bytes], int]:
+    """``count`` datagrams from a socket with UDP_GRO on, split; and how many reads held
+    several (the loop's segmented sends arrive whole on loopback)."""
+    out: list[bytes] = []
+    coalesced = 0
+    end = time.monotonic() + 20
+    while len(out) < count and time.monotonic() < end:
+        if not select.select([sock], [], [], 0.5)[0]:
+            continue
+        data, anc, _, _ = sock.recvmsg(65536, 64)
+        seg = len(data) or 1
+        for level, kind, value in anc:
+            if (level, kind) == (SOL_UDP, UDP_GRO):
+                seg = struct.unpack("i", value)[0]
+        parts = [data[i : i + seg] for i in range(0, len(data), seg)] or [b""]
+        coalesced += len(parts) > 1
+        out += parts
+    return out, coalesced
+
+
+class Rig:
+    def __init__(self, lib, handler, offload: bool) -> None:
+        self.peers = {}
+        for n in (1, 2, 3):
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.bind(("127.0.0.1", 0))
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+            s.setsockopt(SOL_UDP, UDP_GRO, 1)
+            self.peers[n] = s
+        self.adapter = UdpAdapter(
+            ("127.0.0.1", 0), {n: s.getsockname() for n, s in self.peers.items()}
+        )
+        self.loop = ioloop.NativeIoLoop(
+            self.adapter.ports, cpu_port=CPU, lib=lib, udp_offload=offload
+        )
+        handler.ctx.cpu_port = CPU
+        self.loop.set_handler(handler.fn, handler.ctx_address, keepalive=handler)
+        self.loop.start()
+
+    def close(self) -> None:
+        self.loop.close()
+        self.adapter.close()
+        for s in self.peers.values():
+            s.close()
+
+    def endpoints(self, port: int) -> ipudp.Endpoints:
+        peer = self.peers[port].getsockname()
+        return ipudp.Endpoints(
+            DEFAULT_SWITCH_MAC, ipudp.port_mac(port), peer[0], self.adapter.listen[0],
+            peer[1], self.adapter.listen[1],
+        )  # fmt: skip
+
+
+@pytest.fixture
+def rigs(lib, handler) -> Iterator[Callable[[bool], Rig]]:
+    made: list[Rig] = []
+
+    def make(offload: bool) -> Rig:
+        made.append(Rig(lib, handler, offload))
+        return made[-1]
+
+    yield make
+    for r in made:
+        r.close()
+
+
+def _multicast_run(rig: Rig, handler) -> tuple[dict[int, list[bytes]], int]:
+    handler.group([1, 2, 3])
+    burst = [b"M" + bytes([i]) * 999 for i in range(40)] + [b"M-short"]
+    send_segmented(rig.peers[1], burst, rig.adapter.listen)
+    singles = [b"M%03d" % i for i in range(20)]
+    for p in singles:  # one datagram each, interleaved with nothing
+        rig.peers[2].sendto(p, rig.adapter.listen)
+    got, coalesced = {}, 0
+    for n in (1, 2, 3):
+        got[n], c = read_datagrams(rig.peers[n], len(burst) + len(singles))
+        coalesced += c
+    for n in got:
+        assert got[n] == burst + singles, n  # arrival order, whichever path
+    return got, coalesced
+
+
+def test_both_paths_send_every_peer_the_same_datagrams(rigs, handler) -> None:
+    plain = rigs(False)
+    assert plain.loop.offload == frozenset()
+    got_plain, coalesced_plain = _multicast_run(plain, handler)
+    fast = rigs(True)
+    if fast.loop.offload != {"gso", "gro"}:
+        pytest.skip(f"this kernel offers only {sorted(fast.loop.offload)}")
+    got_fast, coalesced_fast = _multicast_run(fast, handler)
+    assert got_plain == got_fast  # every peer: the same datagrams, in the same order
+    assert coalesced_plain == 0 and coalesced_fast > 0
+    s_plain, s_fast = plain.loop.stats(), fast.loop.stats()
+    assert (s_plain.gso_sends, s_plain.gro_receives) == (0, 0)
+    assert s_fast.gso_sends > 0 and s_fast.gro_receives >= 1 and s_fast.gso_refused == 0
+    for n in (1, 2, 3):
+        assert plain.loop.port_counters(n) == fast.loop.port_counters(n)
+
+
+def test_split_frames_are_the_python_adapters(rigs) -> None:
+    """Every datagram of a super-datagram becomes the frame ipudp.build_frame builds, the
+    identification counter stepping per datagram as in the per-datagram path."""
+    rig = rigs(True)
+    if "gro" not in rig.loop.offload:
+        pytest.skip("no UDP GRO here")
+    burst = [b"C" + bytes([i]) * 299 for i in range(12)] + [b"Ctail"]
+    send_segmented(rig.peers[3], burst, rig.adapter.listen)
+    wait_until(lambda: rig.loop.stats().cpu_queued == len(burst), "frames queued")
+    got = rig.loop.drain_cpu()
+    expected = [
+        (CPU, ipudp.build_frame(p, rig.endpoints(3), ip_id)) for ip_id, p in enumerate(burst)
+    ]
+    assert got == expected
+    assert rig.loop.stats().gro_receives == 1
+
+
+def test_strangers_and_oversize_count_per_datagram(rigs) -> None:
+    rig = rigs(True)
+    if "gro" not in rig.loop.offload:
+        pytest.skip("no UDP GRO here")
+    stranger = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        send_segmented(stranger, [b"R" * 100] * 5, rig.adapter.listen)
+    finally:
+        stranger.close()
+    wait_until(lambda: rig.loop.adapter_counters().rx_dropped["unknown_sender"] == 5, "5 strangers")
+    assert rig.loop.stats().handled == 0
+
+
+def _gro_on(fd: int) -> int:
+    s = socket.socket(fileno=os.dup(fd))
+    try:
+        return s.getsockopt(SOL_UDP, UDP_GRO)
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("setting", ["off", "1"])
+def test_the_environment_and_the_socket_left_as_found(
+    lib, monkeypatch: pytest.MonkeyPatch, setting: str
+) -> None:
+    monkeypatch.setenv(ioloop.OFFLOAD_ENV, setting)
+    peer = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    peer.bind(("127.0.0.1", 0))
+    adapter = UdpAdapter(("127.0.0.1", 0), {1: peer.getsockname()})
+    try:
+        with ioloop.NativeIoLoop(adapter.ports, lib=lib) as loop:
+            assert ioloop.udp_offload_default() is (setting == "1")
+            if setting == "off":
+                assert loop.offload == frozenset()
+            assert _gro_on(adapter.fileno()) == ("gro" in loop.offload)
+            loop.start()
+        # stopped: GRO off again, the Python loop reads this socket one datagram at a time
+        assert _gro_on(adapter.fileno()) == 0
+    finally:
+        adapter.close()
+        peer.close()
