@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import math
 import os
 import socket
 import threading
@@ -35,7 +36,7 @@ import numpy as np
 
 from ..controller.client import Assignment, RegistrationClient, RegistrationError, Timeouts
 from ..controller.credentials import JOB_SECRET_ENV
-from . import wire
+from . import replay, wire
 from .auto import (  # noqa: F401 - AUTO_FLOAT_SAVING is re-exported (tests, docs)
     AUTO_FLOAT_SAVING,
     AUTO_MIN_ROUNDS,
@@ -50,6 +51,7 @@ from .protocol import CallStats, CallTimeout, Done, RetryPolicy, Session, Sessio
 from .protocol.call import Call
 from .protocol.events import StuckSlot
 from .quantize import block_count, block_exponents, to_blocks
+from .replay import ReplayLog
 from .runner import Cancelled, run_call
 from .transport import UdpTransport
 
@@ -61,6 +63,9 @@ OPS = ("sum", "avg")
 DTYPES = (np.dtype(np.float32), np.dtype(np.float16), np.dtype(np.int32))
 MODES = ("dense", "sparse", "auto")
 
+
+# how long a transparent retry waits for a lost switch when give_up_after is infinite
+MAX_SWITCH_WAIT = 600.0
 
 # stuck slots whose switch state a timeout error reports (one HTTP request each)
 _DIAGNOSED_SLOTS = 4
@@ -142,6 +147,7 @@ class _UserCall:
     t0: float
     dtype: np.dtype = np.dtype(np.float32)  # the caller's (float16 is rounded back to it)
     landed: bool = False  # the call's result rows are ``out`` itself: nothing to copy
+    exponents: np.ndarray | None = None  # filled with the call's agreed block exponents
 
 
 def retry_from_timeouts(t: Timeouts) -> RetryPolicy:
@@ -188,6 +194,10 @@ class AllreduceSession:
     the call) or ``"raise"`` (``NonFiniteError`` before anything is sent).
     ``threads``: the native driver's threads per call, each over its own share of the
     job's slots (docs/host.md, "Several driver threads"); 1, the default, runs one.
+    ``transparent_retry``: a call whose results stop coming because the switch lost its
+    state runs again from this worker's own input once the job is back (docs/host.md,
+    "Transparent retry"; needs the registration service, the same on every worker);
+    False fails it with ``AllreduceTimeout`` as before.
     """
 
     def __init__(
@@ -202,6 +212,7 @@ class AllreduceSession:
         engine: str = "native",
         nonfinite: str = "propagate",
         threads: int = 1,
+        transparent_retry: bool = True,
     ) -> None:
         a = assignment
         if a.program not in ("dense", "sparse"):
@@ -223,6 +234,11 @@ class AllreduceSession:
         self.registration = registration
         self.auto_recover = auto_recover
         self.recoveries = 0  # recovery rounds this session went through
+        # a call stuck because the switch lost its state is run again once the job is back
+        # (host/replay.py); False: it fails with AllreduceTimeout, as before
+        self.transparent_retry = transparent_retry
+        self.retried = 0  # calls run again after a lost switch
+        self._replay = ReplayLog()
         self.switch = (a.switch_ip, a.agg_port)
         self.session = Session(
             rank=a.rank,
@@ -280,6 +296,7 @@ class AllreduceSession:
         engine: str = "native",
         nonfinite: str = "propagate",
         threads: int = 1,
+        transparent_retry: bool = True,
     ) -> AllreduceSession:
         """Join job ``job_id`` at the registration service ``url`` as ``rank`` of ``n``.
 
@@ -336,6 +353,7 @@ class AllreduceSession:
                 engine=engine,
                 nonfinite=nonfinite,
                 threads=threads,
+                transparent_retry=transparent_retry,
             )
         except BaseException:
             if own:
@@ -350,6 +368,7 @@ class AllreduceSession:
         op: str = "sum",
         mode: str = "dense",
         out: np.ndarray | None = None,
+        exponents: np.ndarray | None = None,
     ) -> np.ndarray:
         """The sum (``op="sum"``) or mean (``"avg"``, float32 only) of ``array`` over the
         job's workers; float32, float16 or int32, any shape, the same size on every worker
@@ -371,12 +390,17 @@ class AllreduceSession:
         sparse on the dense program, a bad or read-only ``out``). A non-contiguous or
         read-only ``array`` is fine: it is only read (copied into blocks); an empty one
         gives an empty result without a packet, on every worker alike (as gloo). A call without
-        an answer in time raises ``AllreduceTimeout`` (a ``TimeoutError``)."""
+        an answer in time raises ``AllreduceTimeout`` (a ``TimeoutError``).
+
+        ``exponents``: a writeable uint8 array of one element per block (ceil(size / K)),
+        filled with the agreed exponent each block was quantized with (float32 and float16;
+        0 for blocks no worker sent), from which a worker computes its own quantization
+        error (``p4reduce.host.compress`` feeds it back, docs/compression.md)."""
         if self._executor is not None:
             # Keep submission order with calls already queued in the background.
-            return self.allreduce_async(array, op, mode, out).result()
+            return self.allreduce_async(array, op, mode, out, exponents).result()
         with self._lock:
-            return self._allreduce(array, op, mode, out)
+            return self._allreduce(array, op, mode, out, exponents)
 
     def allreduce_async(
         self,
@@ -384,12 +408,14 @@ class AllreduceSession:
         op: str = "sum",
         mode: str = "dense",
         out: np.ndarray | None = None,
+        exponents: np.ndarray | None = None,
     ) -> concurrent.futures.Future[np.ndarray]:
         """``allreduce`` on the session's background thread; calls (synchronous ones too,
         from then on) run in submission order. Neither ``array`` nor ``out`` may change
         until the future is done. Argument errors are raised here, at submission."""
         a, out = self._check_args(array, op, mode, out)
-        return self._submit(self._allreduce, a, op, mode, out)
+        self._check_exponents(a, exponents)
+        return self._submit(self._allreduce, a, op, mode, out, exponents)
 
     def resume(self) -> np.ndarray:
         """Finish the call that failed with ``AllreduceTimeout``: resend its outstanding
@@ -579,11 +605,29 @@ class AllreduceSession:
                 raise ValueError("out is read-only")
         return a, out
 
-    def _allreduce(
-        self, array: np.ndarray, op: str, mode: str, out: np.ndarray | None
+    def _check_exponents(self, a: np.ndarray, exponents: np.ndarray | None) -> None:
+        if exponents is None:
+            return
+        nb = block_count(a.size, self.k)
+        if not isinstance(exponents, np.ndarray) or exponents.dtype != np.uint8:
+            raise TypeError("exponents must be a uint8 numpy array (one element per block)")
+        if exponents.shape != (nb,) or not exponents.flags.writeable:
+            raise ValueError(
+                f"exponents is {exponents.shape}{'' if exponents.flags.writeable else ', read-only'}"
+                f": a writeable ({nb},) array expected ({a.size} elements, K = {self.k})"
+            )
+
+    def _allreduce_once(
+        self,
+        array: np.ndarray,
+        op: str,
+        mode: str,
+        out: np.ndarray | None,
+        exponents: np.ndarray | None = None,
     ) -> np.ndarray:
         self._check_open()
         a, out = self._check_args(array, op, mode, out)
+        self._check_exponents(a, exponents)
         self._check_idle()
         dtype = a.dtype
         if dtype == np.float16:
@@ -591,10 +635,94 @@ class AllreduceSession:
         user = _UserCall(
             a, op, out, AllreduceStats(calls=1, elements=a.size), time.monotonic(), dtype
         )
+        user.exponents = exponents
         if mode == "auto":
             return self._auto(a, user)
         msg = wire.MSG_SPARSE if mode == "sparse" else wire.MSG_DENSE
         return self._run(a, msg, user, lambda r: self._finish(user, r))
+
+    def _allreduce(
+        self, array: np.ndarray, op: str, mode: str, out: np.ndarray | None, *rest: Any
+    ) -> np.ndarray:
+        """One user's call: ``_allreduce_once``, run again after a lost switch while
+        ``transparent_retry`` (host/replay.py) keeps a copy of its input for later."""
+        if not self.transparent_retry or self.registration is None:
+            result = self._allreduce_once(array, op, mode, out, *rest)
+            self._replay.done += 1
+            return result
+        src = np.asarray(array)
+        saved = src.astype(np.float32) if src.dtype == np.float16 else src.copy()
+        while True:
+            try:
+                # the input stays intact through a failed call (``_landing``): each try
+                # starts from it
+                result = self._allreduce_once(array, op, mode, out, *rest)
+                break
+            except AllreduceTimeout as err:
+                if not self._retry_after(err):
+                    raise
+        self._replay.completed(saved, op, mode)
+        return result
+
+    def _retry_after(self, err: AllreduceTimeout) -> bool:
+        """After a call timed out: the recovery round, which waits up to the retry policy's
+        give_up_after for a switch that went away to be back with the job; True when the
+        call can run again (every worker runs the same calls from the agreed one on)."""
+        assert self.registration is not None
+        wait = self.retry.give_up_after
+        if not math.isfinite(wait):
+            wait = MAX_SWITCH_WAIT
+        deadline = time.monotonic() + wait + self.registration.timeout
+        while True:
+            self.transport.discard()  # stop sending: nothing of the call may follow the clear
+            try:
+                answer = self.registration.recover_round(
+                    self.job_id,
+                    self.rank,
+                    self.session.next_call,
+                    done=self._replay.done,
+                    timeout=max(deadline - time.monotonic(), 1.0),
+                    switch_wait=wait,
+                )
+                break
+            except RegistrationError as e:
+                # 409: this rank's earlier wait in the round still counts; ask again
+                if e.status != 409 or time.monotonic() >= deadline:
+                    log.warning("job %d rank %d: no retry: %s", self.job_id, self.rank, e)
+                    return False
+                time.sleep(0.1)
+        self._pending = None
+        self._broken = None
+        self._auto_cache.clear()  # alike on every worker: each goes through this round
+        self.session.reset(next_call=int(answer["next_call"]))
+        self.transport.discard()
+        self.recoveries += 1
+        step = replay.plan(
+            self._replay.done,
+            answer.get("min_done"),
+            answer.get("max_done"),
+            self._replay.last is not None,
+        )
+        if step == replay.CANNOT:
+            self._replay.done = int(answer.get("max_done", self._replay.done))
+            self._replay.last = None
+            log.warning("job %d rank %d: no retry: %s", self.job_id, self.rank, err)
+            return False
+        if step == replay.REDO_LAST:
+            last = self._replay.last
+            assert last is not None
+            try:  # another worker still needs the sums of our last completed call
+                self._allreduce_once(last.array, last.op, last.mode, None)
+            except AllreduceTimeout:
+                return False
+        self.retried += 1
+        log.info(
+            "job %d rank %d: the switch lost call %d: running it again",
+            self.job_id,
+            self.rank,
+            self._replay.done,
+        )
+        return True
 
     def _failure(self) -> str | None:
         p = self._pending
@@ -628,9 +756,13 @@ class AllreduceSession:
         # Stop sending first: the slots are cleared only once every worker is in this round,
         # and nothing of the failed call may reach them afterwards.
         self.transport.discard()
-        agreed = self.registration.recover(
-            self.job_id, self.rank, self.session.next_call, timeout=timeout
+        answer = self.registration.recover_round(
+            self.job_id, self.rank, self.session.next_call, done=self._replay.done, timeout=timeout
         )
+        agreed = int(answer["next_call"])
+        # the failed call is dropped on every worker: all count the same calls from here
+        self._replay.done = int(answer.get("max_done", self._replay.done))
+        self._replay.last = None
         self._pending = None
         self._broken = None
         self._auto_cache.clear()  # alike on every worker: each goes through this round
@@ -684,6 +816,9 @@ class AllreduceSession:
             self._broken = Cancelled(f"call {call.call_id} was cancelled")
             raise
         user.stats._add_call(call.stats, accounted)
+        if isinstance(end, Done) and user.exponents is not None and call.is_float:
+            if call.nblocks == user.exponents.size:  # not auto's census of the blocks
+                user.exponents[:] = call.agreed_exponents()
         if isinstance(end, Done):
             result = then(end.result)
             call.release(result)  # the sums back to the pool, unless result is them

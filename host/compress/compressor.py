@@ -60,6 +60,7 @@ from ..quantize import (
 )
 from .cost import PATHS, CostModel, volumes
 from .policy import FixedRatio, RatioPolicy, StepReport
+from .quantfb import quantization_error
 from .topk import ErrorFeedback, block_energy, blocks_of, expand, keep_count, select
 
 MODES = ("auto", *PATHS)
@@ -91,6 +92,9 @@ class TopKConfig:
     """The ratio policy (each tensor gets its own deep copy); None: ``FixedRatio(ratio)``."""
     refresh: int = 50
     """The cost model re-measures a path not used for this many choices (0: never)."""
+    quantization_feedback: bool = True
+    """With error feedback: add this worker's share of what the switch rounded away to the
+    residual (needs the call's agreed exponents in ``complete``; docs/compression.md)."""
 
     def __post_init__(self) -> None:
         if not 0.0 < self.ratio <= 1.0:
@@ -144,6 +148,10 @@ class Plan:
     """The blocks sent every step (``always``)."""
     bits: np.ndarray | None = field(default=None, repr=False)
     """Agreed selection before ``agree``: the non-finite bits of each block."""
+    sent_index: np.ndarray | None = field(default=None, repr=False)
+    """The finite blocks sent through the switch (quantization feedback); None otherwise."""
+    sent_rows: np.ndarray | None = field(default=None, repr=False)
+    """Their values as sent (a copy: the collective may write its result over the payload)."""
 
     @property
     def selected(self) -> int:
@@ -363,6 +371,9 @@ class BlockTopK:
             payload[: nb * k].reshape(nb, k)[carried] = _fill(bits[carried])[:, None]
             if self.config.error_feedback:
                 st.feedback.residual = plan.prior_residual  # void: keep the residual clean
+        if self._feeds_quantization(plan.path) and not bad.any():
+            plan.sent_index = np.flatnonzero(mask)
+            plan.sent_rows = payload[: nb * k].reshape(nb, k)[plan.sent_index]  # a copy
         t = payload[nb * k :]
         t[0] = min(energy[mask].sum(), _F32_MAX)
         t[1] = min(energy.sum(), _F32_MAX)
@@ -371,10 +382,22 @@ class BlockTopK:
         plan.mask, plan.payload = mask, payload
         return plan
 
-    def complete(self, plan: Plan, summed: np.ndarray, seconds: float | None = None) -> np.ndarray:
+    def _feeds_quantization(self, path: str) -> bool:
+        cfg = self.config
+        return cfg.error_feedback and cfg.quantization_feedback and path != "allgather"
+
+    def complete(
+        self,
+        plan: Plan,
+        summed: np.ndarray,
+        seconds: float | None = None,
+        exponents: np.ndarray | None = None,
+    ) -> np.ndarray:
         """The workers' mean of the tensor from the summed payload (float32, ``plan.size``
         elements); feeds the policy, the cost model and the agreed rule. ``seconds``: the
-        collective's time on this worker (default: since ``prepare``)."""
+        collective's time on this worker (default: since ``prepare``). ``exponents``: the
+        switch call's agreed exponent per block of the payload (``AllreduceSession.allreduce``'s
+        ``exponents=``): this worker's quantization error then joins its residual."""
         s = np.ravel(summed)
         if plan.energies is not None:
             raise ValueError("complete: an agreed plan needs agree() before its collective")
@@ -401,6 +424,8 @@ class BlockTopK:
                 st.feedback.residual = plan.prior_residual
         if not nonfinite:
             st.union = int(np.count_nonzero(blocks_of(grad, k).any(axis=1)))
+            if exponents is not None and plan.sent_index is not None:
+                self._feed_quantization(st, plan, exponents)
         st.last_seconds = (time.monotonic() - plan.t0) if seconds is None else float(seconds)
         st.last_path, st.last_volume = plan.path, plan.volumes[plan.path]
         st.paths.append(plan.path)
@@ -417,6 +442,23 @@ class BlockTopK:
         st.step += 1
         out = grad / np.float32(n)
         return out.astype(np.float32, copy=False)
+
+    def _feed_quantization(self, st: TensorState, plan: Plan, exponents: np.ndarray) -> None:
+        """residual += what the switch rounded off this worker's sent blocks."""
+        e = np.ravel(np.asarray(exponents))
+        nb, k = plan.blocks, self.k
+        if e.size != block_count(plan.payload.size, k):
+            raise ValueError(
+                f"complete: {e.size} exponents for a payload of "
+                f"{block_count(plan.payload.size, k)} blocks"
+            )
+        assert plan.sent_index is not None and plan.sent_rows is not None
+        err = quantization_error(plan.sent_rows, e[plan.sent_index], self.n)
+        padded = np.zeros(nb * k, dtype=np.float32)
+        padded.reshape(nb, k)[plan.sent_index] = err
+        res = st.feedback.residual
+        st.feedback.residual = padded[: plan.size] if res is None else res + padded[: plan.size]
+        plan.sent_index = plan.sent_rows = None
 
     # ------------------------------------------------------------ the allgather path
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..quantize import block_count
 from .compressor import BlockTopK, TopKConfig
 
 if TYPE_CHECKING:
@@ -70,7 +71,10 @@ def allreduce_topk(
         if allgather is None:
             raise ValueError("the allgather path was chosen but no allgather was given")
         summed = topk.unpack_sum(plan, allgather(topk.pack(plan)))
+        exponents = None
     else:
-        summed = session.allreduce(plan.payload, op="sum", mode=plan.path)
-    mean = topk.complete(plan, summed, time.monotonic() - t0)
+        # the call's agreed exponents: this worker's quantization error joins its residual
+        exponents = np.zeros(block_count(plan.payload.size, topk.k), dtype=np.uint8)
+        summed = session.allreduce(plan.payload, op="sum", mode=plan.path, exponents=exponents)
+    mean = topk.complete(plan, summed, time.monotonic() - t0, exponents)
     return mean.reshape(np.shape(grad))

@@ -106,3 +106,8 @@ class DenseCall(Call):
 
     def _agreed_of(self, b: int) -> int:
         return int(self._agreed[b])
+
+    def agreed_exponents(self) -> np.ndarray:
+        if not self.is_float:
+            return np.zeros(self.nblocks, dtype=np.uint8)
+        return self._agreed.copy()

@@ -123,3 +123,6 @@ class SparseCall(Call):
 
     def _agreed_of(self, b: int) -> int:
         return int(self._class_agreed[b % self.nslots])
+
+    def agreed_exponents(self) -> np.ndarray:
+        return self._class_agreed[np.arange(self.nblocks) % self.nslots]

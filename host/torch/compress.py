@@ -26,6 +26,7 @@ import torch.distributed as dist
 from ..api import AllreduceStats
 from ..compress import BlockTopK, TopKConfig, ranges_to_blocks, session_paths
 from ..compress.compressor import Plan
+from ..quantize import block_count
 from .backend import P4ReduceProcessGroup
 from .completion import Completion, failed
 from .endpoint import Endpoint
@@ -168,18 +169,26 @@ def topk_hook(state: TopKHookState, bucket: dist.GradBucket) -> torch.futures.Fu
         return failed(err, what, buf).future
 
 
-def _write(state: TopKHookState, plan: Plan, buf: torch.Tensor, summed: np.ndarray) -> None:
-    mean = state.topk.complete(plan, summed, time.monotonic() - plan.t0)
+def _write(
+    state: TopKHookState,
+    plan: Plan,
+    buf: torch.Tensor,
+    summed: np.ndarray,
+    exponents: np.ndarray | None = None,
+) -> None:
+    mean = state.topk.complete(plan, summed, time.monotonic() - plan.t0, exponents)
     buf.copy_(torch.from_numpy(mean))
 
 
 def _switch(
     state: TopKHookState, plan: Plan, buf: torch.Tensor, what: str
 ) -> torch.futures.Future[torch.Tensor]:
+    # the call's agreed exponents: this rank's quantization error joins its residual
+    exponents = np.zeros(block_count(plan.payload.size, state.topk.k), dtype=np.uint8)
     call = state.endpoint.session.allreduce_async(
-        plan.payload, op="sum", mode=plan.path, out=plan.payload
+        plan.payload, op="sum", mode=plan.path, out=plan.payload, exponents=exponents
     )
-    c = Completion(buf, what, finish=lambda: _write(state, plan, buf, call.result()))
+    c = Completion(buf, what, finish=lambda: _write(state, plan, buf, call.result(), exponents))
     c.add(call)
     c.seal()
     return c.future

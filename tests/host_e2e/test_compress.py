@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conftest import Jobs
 from p4reduce.host.compress import TopKConfig, allreduce_topk, for_session
-from p4reduce.host.quantize import NonFiniteError
+from p4reduce.host.quantize import NonFiniteError, block_count, block_exponents, to_blocks
 from stack import K, on_all
 
 
@@ -86,7 +86,32 @@ def test_error_feedback_sends_everything_eventually(sparse: Jobs) -> None:
         means = on_all(sessions, lambda s, r, xs=xs: allreduce_topk(s, tks[r], xs[r]))
         total += means[0]
     np.testing.assert_allclose(total, np.mean(first, axis=0), atol=1e-5)
-    assert not any(tk.states[0].feedback.residual.any() for tk in tks)
+    # everything went: what is left is the switch's quantization error, fed back (issue 36)
+    assert all(np.abs(tk.states[0].feedback.residual).max() < 1e-6 for tk in tks)
+
+
+def test_allreduce_gives_the_agreed_exponents(sparse: Jobs) -> None:
+    """``exponents=``: the exponent each block was quantized with (the workers' maximum per
+    block on the dense path, per class of blocks on the sparse one), which the compressor's
+    quantization feedback needs (issue 36)."""
+    n, slots, size = 2, 4, 10 * K + 5
+    sessions = sparse.join(n, slots=slots)
+    xs = [grads(0, r, size) * np.float32(4.0**r) for r in range(n)]
+    xs[0][3 * K : 4 * K] = 0.0  # a block only rank 1 sends (sparse)
+    xs[1][3 * K : 4 * K] = 0.0  # ... and one nobody sends: exponent 0 on both paths
+    own = np.array([block_exponents(to_blocks(x, K)) for x in xs])
+    for mode in ("dense", "sparse"):
+        exps = [np.full(block_count(size, K), 99, dtype=np.uint8) for _ in range(n)]
+        on_all(sessions, lambda s, r, m=mode, e=exps: s.allreduce(xs[r], mode=m, exponents=e[r]))
+        want = own.max(axis=0)
+        if mode == "sparse":
+            cls = [want[c::slots].max() for c in range(slots)]
+            want = np.array([cls[b % slots] if want[b] else 0 for b in range(want.size)])
+        for e in exps:
+            np.testing.assert_array_equal(e[want != 0], want[want != 0])
+            assert e[3] == 0 or mode == "sparse"
+    with pytest.raises(ValueError, match="writeable"):
+        sessions[0].allreduce(xs[0], exponents=np.zeros(3, dtype=np.uint8))
 
 
 def test_nonfinite_gradients_propagate_through_the_switch_and_strict_mode_refuses(
