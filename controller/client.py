@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import ssl
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -32,9 +33,12 @@ DEFAULT_URL = "http://127.0.0.1:9560"
 
 
 class RegistrationError(Exception):
-    def __init__(self, message: str, status: int | None = None) -> None:
+    def __init__(self, message: str, status: int | None = None, broken: bool = False) -> None:
         super().__init__(message)
         self.status = status
+        # the service took the request and the connection broke before its answer (the
+        # service stopped or was killed meanwhile)
+        self.broken = broken
 
 
 @dataclass
@@ -131,7 +135,8 @@ class RegistrationClient:
         except (urllib.error.URLError, OSError) as err:  # refused, reset, TLS, timeout
             reason = getattr(err, "reason", err)
             raise RegistrationError(
-                f"registration service unreachable at {self.url}: {reason}"
+                f"registration service unreachable at {self.url}: {reason}",
+                broken=isinstance(reason, (ConnectionResetError, BrokenPipeError)),
             ) from None
 
     def join(
@@ -158,7 +163,22 @@ class RegistrationClient:
         }
         if slots is not None:
             body["slots"] = slots
-        return Assignment.from_dict(self._call("POST", f"/v1/jobs/{job_id}/join", body, wait))
+        deadline = time.monotonic() + wait
+        restarting = False
+        while True:
+            try:
+                answer = self._call("POST", f"/v1/jobs/{job_id}/join", body, wait)
+                return Assignment.from_dict(answer)
+            except RegistrationError as err:
+                # the service went away while this join waited (a restart): the same join
+                # again until it is back, which finds the pending registration it kept
+                # (serve --state); a service refusing the first connection fails at once
+                restarting = restarting or err.broken
+                left = deadline - time.monotonic()
+                if err.status is not None or not restarting or left <= 0:
+                    raise
+                time.sleep(min(0.2, left))
+                body["timeout"] = max(left, 0.1)
 
     def barrier(
         self, job_id: int, rank: int, name: str = "default", timeout: float | None = None
@@ -180,13 +200,18 @@ class RegistrationClient:
         next_call: int,
         done: int | None = None,
         timeout: float | None = None,
+        switch_wait: float = 0.0,
     ) -> dict[str, Any]:
         """``recover`` with the whole answer: ``next_call``, and with ``done`` (the calls
-        this rank completed) ``min_done`` and ``max_done`` over every rank of the round."""
+        this rank completed) ``min_done`` and ``max_done`` over every rank of the round.
+        ``switch_wait``: how long the round may wait for a switch that went away to be
+        back with the job (controller/reconcile.py) before it fails."""
         wait = self.timeout if timeout is None else timeout
         body: dict[str, Any] = {"rank": rank, "next_call": next_call, "timeout": wait}
         if done is not None:
             body["done"] = done
+        if switch_wait > 0:
+            body["switch_wait"] = switch_wait
         return self._call("POST", f"/v1/jobs/{job_id}/recover", body, wait)
 
     def leave(self, job_id: int, rank: int) -> dict[str, Any]:

@@ -387,6 +387,8 @@ class Connection:
             self.stub.Write(req, timeout=self.timeout)
         except grpc.RpcError as err:
             raise translate(err, what, self) from None
+        except ValueError:  # the channel was closed meanwhile (a reconnection)
+            raise self.closed(what) from None
 
     def read(self, entities: Iterable[Any], what: str = "read") -> list[Any]:
         """Read the entities (wildcards allowed); returns the messages inside the replies."""
@@ -401,6 +403,8 @@ class Connection:
                 out.extend(unwrap(e) for e in resp.entities)
         except grpc.RpcError as err:
             raise translate(err, what, self) from None
+        except ValueError:  # the channel was closed meanwhile (a reconnection)
+            raise self.closed(what) from None
         return out
 
     def get_pipeline(self, response_type: int = 0) -> Any:
@@ -412,6 +416,8 @@ class Connection:
             resp = self.stub.GetForwardingPipelineConfig(req, timeout=self.timeout)
         except grpc.RpcError as err:
             raise translate(err, "get pipeline", self) from None
+        except ValueError:  # the channel was closed meanwhile (a reconnection)
+            raise self.closed("get pipeline") from None
         if not resp.config.HasField("p4info") or not resp.config.p4info.tables:
             raise self.no_pipeline()
         return resp.config
@@ -432,6 +438,13 @@ class Connection:
             self.stub.SetForwardingPipelineConfig(req, timeout=max(self.timeout, 60.0))
         except grpc.RpcError as err:
             raise translate(err, "push", self) from None
+        except ValueError:  # the channel was closed meanwhile (a reconnection)
+            raise self.closed("push") from None
+
+    def closed(self, what: str) -> SwitchError:
+        return SwitchError(
+            f"{what}: switch unreachable at {self.addr} (its connection was lost; reconnecting)"
+        )
 
     def no_pipeline(self) -> NoPipeline:
         return NoPipeline(

@@ -501,8 +501,8 @@ class RegistrationService:
             gen, complete = self.registry.recover_arrive(
                 job_id, body["rank"], body["next_call"], body.get("done")
             )
-        if complete:  # the switch may be away: wait for it, short of the ranks' own wait
-            self._clear_for_recovery(job_id, gen, max(0.0, timeout - 1.0))
+        if complete:  # the switch may be away: wait for it as long as the rank asks
+            self._clear_for_recovery(job_id, gen, self._switch_wait(body, timeout))
 
         def done() -> bool:
             return self.registry.recovery_outcome(job_id, gen) is not None
@@ -533,6 +533,15 @@ class RegistrationService:
             answer["min_done"], answer["max_done"] = done
         return answer
 
+    @staticmethod
+    def _switch_wait(body: dict[str, Any], timeout: float) -> float:
+        """``switch_wait``: how long a recovery round may wait for a lost switch to come back
+        (the host's give_up_after; default 0: fail at once, as before)."""
+        w = body.get("switch_wait", 0)
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 <= w <= MAX_WAIT:
+            raise InvalidArgument(f"bad switch_wait {w!r} (want seconds in [0, {MAX_WAIT:g}])")
+        return min(float(w), timeout)
+
     def _clear_for_recovery(self, job_id: int, generation: int, wait: float = 0.0) -> None:
         """Clear the job's slots for recovery round ``generation``. When the switch is away
         (the clear fails and the watcher is reconnecting), wait up to ``wait`` seconds for
@@ -547,6 +556,8 @@ class RegistrationService:
                 break
             except ControllerError as err:
                 error = err
+            except Exception as err:  # noqa: BLE001 - the round must end for every rank
+                error = ControllerError(f"clearing the slots of job {job_id} failed: {err}")
             left = deadline - time.monotonic()
             if self.watcher is None or left <= 0:
                 break

@@ -100,7 +100,10 @@ def test_switch_killed_mid_job(own_stack: Stack) -> None:
         t = time.monotonic()
         errors = on_all(sessions, lambda s, r: _expect_timeout(s, xs[r]))
         waited = time.monotonic() - t
-        assert GIVE_UP <= waited < GIVE_UP + 1.5
+        # the call times out after GIVE_UP; the transparent retry (docs/host.md) waits
+        # GIVE_UP more for the switch to come back with the job, then the call fails
+        assert 2 * GIVE_UP <= waited < 2 * GIVE_UP + 2.5
+        assert all(s.retried == 0 for s in sessions)
         for err in errors:
             assert err.stuck_slots == [0, 1, 2, 3]
             assert "4 of 4 slots got no result" in str(err)
