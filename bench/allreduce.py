@@ -212,22 +212,27 @@ def udp_echo(k: int, window: int, packets: int) -> dict[str, float]:
     return {"pps": packets / t, "goodput_gbps": packets * k * 32 / t / 1e9}
 
 
-_floors: dict[tuple[int, int, int, int], float] = {}
+_floors: dict[tuple[int, int, int, int, bool], float] = {}
 
 
-def kernel_floor(n: int, m: int, k: int, slots: int) -> float:
+def kernel_floor(n: int, m: int, k: int, slots: int, gso: bool = False) -> float:
     """Seconds the host kernel needs for an M-element all-reduce's packets between n workers:
     bench/c/reflector.c's batched client sends ceil(M/K) aggregation packets per worker,
     ``slots`` in flight, through the C reflector (the switch's exchanges with no P4), and
-    receives the results. NaN where no C compiler exists. Measured once per shape."""
-    key = (n, m, k, slots)
+    receives the results; ``gso``: the same over UDP GSO/GRO (reflector.c -g), the floor of
+    p4reduce's offload path. NaN where no C compiler exists (or, for ``gso``, no UDP
+    GSO/GRO). Measured once per shape."""
+    key = (n, m, k, slots, gso)
+    if gso and not floor.gso_available():
+        _floors[key] = float("nan")
     if key not in _floors:
         rounds = -(-m // k)
         socks = floor.worker_sockets(n)
         try:
-            with floor.reflector([s.getsockname() for s in socks]) as addr:
+            with floor.reflector([s.getsockname() for s in socks], gso=gso) as addr:
                 packets = floor.dense_packets(n, 1, slots, k)
-                _floors[key] = floor.run_client(addr, socks, packets, rounds, slots)["seconds"]
+                done = floor.run_client(addr, socks, packets, rounds, slots, gso=gso)
+                _floors[key] = done["seconds"]
         except floor.FloorUnavailable as err:
             log(f"kernel floor unavailable: {err}")
             _floors[key] = float("nan")
@@ -407,15 +412,24 @@ def plots(out: Path, fig: dict[str, list[dict[str, Any]]], echo: dict[str, float
 
 
 # ---------------------------------------------------------------------- main
+def add_floors(row: dict[str, Any], n: int, m: int, k: int, slots: int) -> None:
+    """The row's kernel floors, per datagram and over UDP GSO/GRO, and its ratios to them
+    (floor / time: 1.0 is the kernel's speed)."""
+    for name, gso in (("floor", False), ("gso_floor", True)):
+        row[f"{name}_seconds"] = kernel_floor(n, m, k, slots, gso)
+        row[f"ratio_to_{name}"] = row[f"{name}_seconds"] / row["seconds"]
+
+
 def print_runs(key: str, rows: list[dict[str, Any]]) -> None:
     """One table of timed all-reduces, varying ``key`` (elements or workers), next to the
     host kernel floor (the same packets through the C reflector; ratio = floor / time)."""
     print(f"{key:>10} {'ms':>9} {'Gb/s':>8} {'vs echo':>8} {'pkt/s/worker':>13} {'retx':>5} "
-          f"{'floor ms':>9} {'vs floor':>8}")  # fmt: skip
+          f"{'floor ms':>9} {'vs floor':>8} {'gso floor':>9} {'vs gso':>7}")  # fmt: skip
     for r in rows:
         print(f"{r[key]:>10} {r['seconds'] * 1e3:>9.1f} {r['goodput_gbps']:>8.4f} "
               f"{r['ratio_to_echo']:>8.3f} {r['pps_per_worker']:>13,.0f} {r['retransmissions']:>5.0f} "
-              f"{r['floor_seconds'] * 1e3:>9.1f} {r['ratio_to_floor']:>8.3f}")  # fmt: skip
+              f"{r['floor_seconds'] * 1e3:>9.1f} {r['ratio_to_floor']:>8.3f} "
+              f"{r['gso_floor_seconds'] * 1e3:>9.1f} {r['ratio_to_gso_floor']:>7.3f}")  # fmt: skip
 
 
 def groups(rows: list[dict[str, Any]]) -> dict[tuple[str, int], list[dict[str, Any]]]:
@@ -447,15 +461,22 @@ def print_side_by_side(key: str, rows: list[dict[str, Any]], fixed: str) -> None
 
 
 def print_vs_gloo(rows: list[dict[str, Any]], workers: int) -> None:
-    """ms per all-reduce of every (engine, K) next to gloo's, measured in the same run."""
+    """ms per all-reduce of every (engine, K) next to gloo's and the two kernel floors (per
+    datagram, UDP GSO/GRO), all measured in the same run: x gloo and x floor are time
+    ratios (lower is better; x floor 1.0 is the kernel's speed)."""
     rows = [r for r in rows if "gloo_seconds" in r]
     if not rows:
         return
-    print(f"\nms per all-reduce next to gloo (torch.distributed, {workers} processes, same run)")
-    print(f"{'elements':>10} {'engine':>8} {'K':>5} {'ms':>9} {'gloo ms':>9} {'x gloo':>8}")
+    print(f"\nms per all-reduce next to gloo (torch.distributed, {workers} processes) and the "
+          "kernel floors, same run")  # fmt: skip
+    print(f"{'elements':>10} {'engine':>8} {'K':>5} {'ms':>9} {'gloo ms':>9} {'x gloo':>8} "
+          f"{'floor ms':>9} {'x floor':>8} {'gso floor':>9} {'x gso fl':>8}")  # fmt: skip
     for r in rows:
         print(f"{r['elements']:>10} {r['engine']:>8} {r['k']:>5} {r['seconds'] * 1e3:>9.1f} "
-              f"{r['gloo_seconds'] * 1e3:>9.1f} {r['ratio_to_gloo']:>8.2f}")  # fmt: skip
+              f"{r['gloo_seconds'] * 1e3:>9.1f} {r['ratio_to_gloo']:>8.2f} "
+              f"{r['floor_seconds'] * 1e3:>9.1f} {r['seconds'] / r['floor_seconds']:>8.2f} "
+              f"{r['gso_floor_seconds'] * 1e3:>9.1f} "
+              f"{r['seconds'] / r['gso_floor_seconds']:>8.2f}")  # fmt: skip
 
 
 def run_dense_figures(
@@ -476,8 +497,7 @@ def run_dense_figures(
                 row = {"elements": m, "workers": args.workers, "k": k, "engine": label, **s,
                        "goodput_gbps": goodput(m, s["seconds"])}  # fmt: skip
                 row["ratio_to_echo"] = row["goodput_gbps"] / echo["goodput_gbps"]
-                row["floor_seconds"] = kernel_floor(args.workers, m, k, args.slots)
-                row["ratio_to_floor"] = row["floor_seconds"] / s["seconds"]
+                add_floors(row, args.workers, m, k, args.slots)
                 fig["sizes"].append(row)
                 add_pps("sizes", row, f"M={m} K={k} {label}")
                 log(f"sizes: M={m} K={k} {label}: {s['seconds'] * 1e3:.1f} ms, "
@@ -490,8 +510,7 @@ def run_dense_figures(
                 row = {"workers": n, "elements": m, "k": k, "engine": label, **s,
                        "goodput_gbps": goodput(m, s["seconds"])}  # fmt: skip
                 row["ratio_to_echo"] = row["goodput_gbps"] / echo["goodput_gbps"]
-                row["floor_seconds"] = kernel_floor(n, m, k, args.slots)
-                row["ratio_to_floor"] = row["floor_seconds"] / s["seconds"]
+                add_floors(row, n, m, k, args.slots)
                 fig["workers"].append(row)
                 add_pps("workers", row, f"N={n} K={k} {label}")
                 log(f"workers: N={n} K={k} {label}: {s['seconds'] * 1e3:.1f} ms, "

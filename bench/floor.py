@@ -20,6 +20,7 @@ from pathlib import Path
 
 SOURCE = Path(__file__).resolve().parent / "c" / "reflector.c"
 FLAGS = ("-O2", "-Wall")
+UDP_SEGMENT, UDP_GRO = 103, 104  # linux/udp.h
 
 
 class FloorUnavailable(RuntimeError):
@@ -49,13 +50,15 @@ def worker_sockets(n: int) -> list[socket.socket]:
 
 
 @contextlib.contextmanager
-def reflector(peers: Sequence[tuple[str, int]]) -> Iterator[tuple[str, int]]:
-    """A running reflector for these worker addresses; yields its address."""
+def reflector(peers: Sequence[tuple[str, int]], gso: bool = False) -> Iterator[tuple[str, int]]:
+    """A running reflector for these worker addresses; yields its address. ``gso``: over UDP
+    GSO/GRO (reflector.c -g: segmented sends, super-datagrams split)."""
     exe = build()
     text = ",".join(f"{ip}:{port}" for ip, port in peers)
     proc = subprocess.Popen(
-        [str(exe), "serve", "0", text], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
+        [str(exe), *(["-g"] if gso else []), "serve", "0", text],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline().split()
@@ -90,18 +93,21 @@ def run_client(
     rounds: int,
     window: int,
     timeout: float = 300.0,
+    gso: bool = False,
 ) -> dict[str, float]:
     """The C load generator: ``rounds`` packets per worker, ``window`` in flight. Returns
     seconds, packets_in and results; raises RuntimeError if it stalls. ``target`` None: the
     sockets are AF_PACKET sockets bound to interfaces and ``packets`` whole Ethernet frames
-    (bench/sidebyside.py)."""
+    (bench/sidebyside.py). ``gso``: each worker's window leaves as UDP_SEGMENT sends and
+    results are read with UDP_GRO (reflector.c -g)."""
     exe = build()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "packets.bin"
         packet_file(path, packets)
         fds = [s.fileno() for s in socks]
         done = subprocess.run(
-            [str(exe), "client", "raw" if target is None else f"{target[0]}:{target[1]}",
+            [str(exe), *(["-g"] if gso else []), "client",
+             "raw" if target is None else f"{target[0]}:{target[1]}",
              str(path), str(rounds),
              str(window), ",".join(map(str, fds))],
             pass_fds=fds, capture_output=True, text=True, timeout=timeout,
@@ -129,6 +135,20 @@ def dense_packets(n: int, job_id: int, slots: int, k: int, key: int = 0) -> list
             per.append(hdr + payload)
         out.append(per)
     return out
+
+
+def gso_available() -> bool:
+    """Whether this kernel takes UDP_SEGMENT and UDP_GRO (the -g floor and p4reduce's
+    offload path need both)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.getsockopt(socket.IPPROTO_UDP, UDP_SEGMENT)
+        s.setsockopt(socket.IPPROTO_UDP, UDP_GRO, 1)
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
 
 
 def switch_engines() -> list[str | None]:

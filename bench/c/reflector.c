@@ -28,11 +28,18 @@
  *       worker r sends packet r[t % CYCLE] for rounds t = 0 .. ROUNDS-1, at most WINDOW
  *       rounds ahead of the results it has received. Prints one JSON line: seconds, packets
  *       in (N * ROUNDS), results received. Exits 1 if results stop coming for 10 s (a lost
- *       packet stalls the window: there is no retransmission here). */
+ *       packet stalls the window: there is no retransmission here).
+ *
+ *   reflector -g serve ... / reflector -g client IP:PORT ...
+ *       The same over UDP GSO/GRO (the floor of p4reduce's offload path, docs/native.md):
+ *       sockets with UDP_GRO read several datagrams of one sender as one, split here; the
+ *       results for a peer, and a worker's window, leave as UDP_SEGMENT sends (runs of one
+ *       length, at most 64 datagrams and 65507 bytes each). Same datagrams, fewer calls. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -46,6 +53,64 @@
 #define BATCH 64
 #define MAXW 64
 #define MAXLEN 65536
+#define GSO_SEGS 64
+#define GSO_PAYLOAD 65507
+#define MAXRES 65536 /* datagrams one GRO batch may hold */
+
+static int gso; /* -g: UDP GSO/GRO */
+static void die_gro(void);
+
+typedef union {
+    char buf[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+} Ctl;
+
+static void gro_on(int fd) {
+    int one = 1;
+    if (setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof one)) die_gro();
+}
+
+/* The datagram size of received message h (its length without a UDP_GRO cmsg). */
+static unsigned gro_size(struct msghdr *h, unsigned len) {
+    unsigned seg = len ? len : 1;
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(h); cm; cm = CMSG_NXTHDR(h, cm))
+        if (cm->cmsg_level == SOL_UDP && cm->cmsg_type == UDP_GRO) {
+            int v;
+            memcpy(&v, CMSG_DATA(cm), sizeof v);
+            if (v > 0 && (unsigned)v < seg) seg = (unsigned)v;
+        }
+    return seg;
+}
+
+/* Messages for datagrams iov[0 .. n) to `to` (NULL: connected or bound): runs of one length
+ * (a shorter last one ends a run) as UDP_SEGMENT sends. Returns the messages written. */
+static int gso_msgs(struct iovec *iov, int n, struct sockaddr_in *to, struct mmsghdr *m,
+                    Ctl *ctl) {
+    int nm = 0;
+    for (int i = 0; i < n; nm++) {
+        size_t seg = iov[i].iov_len, bytes = 0;
+        int c = 0;
+        m[nm].msg_hdr = (struct msghdr){.msg_name = to, .msg_namelen = to ? sizeof *to : 0,
+                                        .msg_iov = &iov[i]};
+        do {
+            bytes += iov[i].iov_len;
+            c++, i++;
+        } while (i < n && c < GSO_SEGS && iov[i - 1].iov_len == seg && iov[i].iov_len > 0 &&
+                 iov[i].iov_len <= seg && bytes + iov[i].iov_len <= GSO_PAYLOAD);
+        m[nm].msg_hdr.msg_iovlen = c;
+        if (c > 1) {
+            uint16_t size = (uint16_t)seg;
+            m[nm].msg_hdr.msg_control = ctl[nm].buf;
+            m[nm].msg_hdr.msg_controllen = CMSG_SPACE(sizeof size);
+            struct cmsghdr *cm = CMSG_FIRSTHDR(&m[nm].msg_hdr);
+            cm->cmsg_level = SOL_UDP;
+            cm->cmsg_type = UDP_SEGMENT;
+            cm->cmsg_len = CMSG_LEN(sizeof size);
+            memcpy(CMSG_DATA(cm), &size, sizeof size);
+        }
+    }
+    return nm;
+}
 
 static double now(void) {
     struct timespec ts;
@@ -70,7 +135,72 @@ static void die(const char *what) {
     exit(2);
 }
 
+static void die_gro(void) { die("UDP_GRO (-g needs UDP GSO/GRO)"); }
+
 /* ---------------------------------------------------------------------------- serve */
+
+/* serve with -g: the same counting per datagram, super-datagrams split; each peer's
+ * results of a batch leave as segmented sends. */
+static int serve_gso(int fd, struct sockaddr_in *peers, int n) {
+    static uint8_t data[BATCH][MAXLEN];
+    static Ctl rctl[BATCH], sctl[MAXRES];
+    static struct iovec res[MAXRES], siov[MAXRES];
+    static struct mmsghdr sm[MAXRES];
+    struct mmsghdr rm[BATCH];
+    struct iovec riov[BATCH];
+    struct sockaddr_in from[BATCH];
+    uint64_t count = 0;
+    struct pollfd pf[2] = {{.fd = fd, .events = POLLIN}, {.fd = 0, .events = POLLIN}};
+    for (;;) {
+        if (poll(pf, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            die("poll");
+        }
+        if (pf[1].revents) return 0;
+        for (int i = 0; i < BATCH; i++) {
+            riov[i] = (struct iovec){data[i], MAXLEN};
+            rm[i].msg_hdr = (struct msghdr){.msg_name = &from[i], .msg_namelen = sizeof from[i],
+                                            .msg_iov = &riov[i], .msg_iovlen = 1,
+                                            .msg_control = rctl[i].buf,
+                                            .msg_controllen = sizeof rctl[i].buf};
+        }
+        int got = recvmmsg(fd, rm, BATCH, MSG_DONTWAIT, NULL);
+        if (got <= 0) continue;
+        int nr = 0;
+        for (int i = 0; i < got; i++) {
+            int known = 0;
+            for (int p = 0; p < n && !known; p++)
+                known = from[i].sin_addr.s_addr == peers[p].sin_addr.s_addr &&
+                        from[i].sin_port == peers[p].sin_port;
+            if (!known) continue;
+            unsigned total = rm[i].msg_len, seg = gro_size(&rm[i].msg_hdr, total);
+            for (unsigned at = 0; at < total || (at == 0 && total == 0); at += seg) {
+                unsigned len = total - at < seg ? total - at : seg;
+                uint8_t *h = data[i] + at;
+                if (++count % n || nr == MAXRES) continue;
+                if (len >= 20) {
+                    h[0] |= 0x1;
+                    if (h[0] >> 4 == 2 && !memcmp(h + 16, "\xff\xff\xff\xff", 4)) h[0] |= 0x8;
+                }
+                res[nr++] = (struct iovec){h, len};
+                if (total == 0) break;
+            }
+        }
+        for (int p = 0; p < n && nr; p++) {
+            memcpy(siov, res, (size_t)nr * sizeof *res);
+            int nm = gso_msgs(siov, nr, &peers[p], sm, sctl);
+            for (int off = 0; off < nm;) {
+                int r = sendmmsg(fd, sm + off, nm - off, 0);
+                if (r < 0) {
+                    if (errno == EINTR) continue;
+                    off++;
+                    continue;
+                }
+                off += r;
+            }
+        }
+    }
+}
 
 static int serve(int port, char *peers_text) {
     struct sockaddr_in peers[MAXW];
@@ -90,8 +220,10 @@ static int serve(int port, char *peers_text) {
     if (bind(fd, (struct sockaddr *)&me, sizeof me)) die("bind");
     socklen_t len = sizeof me;
     getsockname(fd, (struct sockaddr *)&me, &len);
+    if (gso) gro_on(fd);
     printf("ready %d\n", ntohs(me.sin_port));
     fflush(stdout);
+    if (gso) return serve_gso(fd, peers, n);
 
     static uint8_t data[BATCH][MAXLEN];
     struct mmsghdr rm[BATCH];
@@ -247,6 +379,13 @@ static int client(const char *target_text, const char *file, long rounds, int wi
     static uint8_t sink[BATCH][MAXLEN];
     struct mmsghdr rm[BATCH], sm[BATCH];
     struct iovec riov[BATCH], siov[BATCH];
+    static Ctl rctl[BATCH], sctl[BATCH];
+    if (gso && raw) {
+        fprintf(stderr, "reflector: -g is for UDP, not raw sockets\n");
+        return 2;
+    }
+    if (gso)
+        for (int r = 0; r < n; r++) gro_on(fds[r]);
     struct pollfd pf[MAXW];
     for (int r = 0; r < n; r++) pf[r] = (struct pollfd){.fd = fds[r], .events = POLLIN};
     double t0 = now(), last = t0;
@@ -262,8 +401,9 @@ static int client(const char *target_text, const char *file, long rounds, int wi
                                                 .msg_iov = &siov[k], .msg_iovlen = 1};
                 k++;
             }
-            for (int off = 0; off < k;) {
-                int s = sendmmsg(fds[r], sm + off, k - off, 0);
+            int nm = gso && k ? gso_msgs(siov, k, &target, sm, sctl) : k;
+            for (int off = 0; off < nm;) {
+                int s = sendmmsg(fds[r], sm + off, nm - off, 0);
                 if (s < 0) {
                     if (errno == EINTR) continue;
                     die("sendmmsg");
@@ -279,8 +419,20 @@ static int client(const char *target_text, const char *file, long rounds, int wi
             for (int i = 0; i < BATCH; i++) {
                 riov[i] = (struct iovec){sink[i], MAXLEN};
                 rm[i].msg_hdr = (struct msghdr){.msg_iov = &riov[i], .msg_iovlen = 1};
+                if (gso) {
+                    rm[i].msg_hdr.msg_control = rctl[i].buf;
+                    rm[i].msg_hdr.msg_controllen = sizeof rctl[i].buf;
+                }
             }
             int g = recvmmsg(fds[r], rm, BATCH, MSG_DONTWAIT, NULL);
+            if (gso && g > 0) { /* results are datagrams: a super-datagram counts its own */
+                int d = 0;
+                for (int i = 0; i < g; i++) {
+                    unsigned total = rm[i].msg_len, seg = gro_size(&rm[i].msg_hdr, total);
+                    d += total > seg ? (int)((total + seg - 1) / seg) : 1;
+                }
+                g = d;
+            }
             if (raw && g > 0) { /* count results only: IPv4 frames */
                 int ip = 0;
                 for (int i = 0; i < g; i++) ip += is_ipv4(sink[i], rm[i].msg_len);
@@ -311,13 +463,18 @@ static int client(const char *target_text, const char *file, long rounds, int wi
 
 int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
+    if (argc > 1 && !strcmp(argv[1], "-g")) {
+        gso = 1;
+        argv++;
+        argc--;
+    }
     if (argc == 4 && !strcmp(argv[1], "serve")) return serve(atoi(argv[2]), argv[3]);
     if (argc == 4 && !strcmp(argv[1], "rawserve")) return rawserve(argv[2], argv[3]);
     if (argc == 7 && !strcmp(argv[1], "client"))
         return client(argv[2], argv[3], atol(argv[4]), atoi(argv[5]), argv[6]);
     fprintf(stderr,
-            "usage: reflector serve PORT IP:PORT,...\n"
+            "usage: reflector [-g] serve PORT IP:PORT,...\n"
             "       reflector rawserve mcast|echo FD,...\n"
-            "       reflector client IP:PORT|raw FILE ROUNDS WINDOW FD,...\n");
+            "       reflector [-g] client IP:PORT|raw FILE ROUNDS WINDOW FD,...\n");
     return 2;
 }

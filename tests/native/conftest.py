@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from p4reduce.switch.native import ioloop
@@ -66,3 +68,14 @@ def handler(handler_so: Path) -> Handler:
     fn = ctypes.cast(so.test_handler, ctypes.c_void_p).value
     assert fn
     return Handler(so, fn, TestCtx())
+
+
+def load_bench_floor() -> ModuleType:
+    """bench/floor.py (bench/ is not a package: loaded by path), for the tests of the run-time
+    build and of the kernel floor."""
+    path = HERE.parents[1] / "bench" / "floor.py"
+    spec = importlib.util.spec_from_file_location("p4r_bench_floor", path)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

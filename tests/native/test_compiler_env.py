@@ -5,26 +5,19 @@ back to Python)."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
 from p4reduce.switch.native import build, ioloop
 
+from tests.native.conftest import load_bench_floor
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _floor():  # bench/ is not a package: load floor.py by path
-    spec = importlib.util.spec_from_file_location("p4r_bench_floor", ROOT / "bench" / "floor.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def _users():
-    floor = _floor()
+    floor = load_bench_floor()
     return {
         "engine": (lambda: build.build("int p4r_probe_fn(void) { return 7; }\n"), build.BuildError),
         "ioloop": (ioloop.build, ioloop.NativeUnavailable),
