@@ -86,7 +86,8 @@ struct metadata_t {
     bit<32> slot_abs;      /* absolute slot */
     bit<1>  first;         /* first contribution to this (slot, set): overwrite */
     bit<1>  dup;           /* sender already contributed to this (slot, set) */
-    bit<1>  complete;      /* every worker has contributed */
+    bit<1>  complete;      /* every (local) worker has contributed */
+    bit<1>  stored;        /* ToR role: the parent's result is stored in the cell */
     bit<1>  has_data;      /* some contribution carried a payload */
     bit<1>  to_switch;     /* IPv4 destination is the switch */
     bit<48> switch_mac;    /* the switch's MAC, the source of every result */
@@ -96,7 +97,7 @@ struct metadata_t {
     bit<1>  ip_changed;    /* the IPv4 header was rewritten: recompute its checksum */
     event_t event;         /* what happened to an aggregation packet (constants.p4) */
     bit<1>  from_controller; /* a control message from the CPU port (control_message.p4) */
-    control_op_t op;       /* its op: OP_CLEAR or OP_PEEK; OP_NONE for aggregation */
+    control_op_t op;       /* OP_CLEAR or OP_PEEK (control); OP_DOWN (parent's result); else OP_NONE */
     bit<32> bitmap_word;   /* the cell's bitmap word after the update (control answers) */
     bit<8>  count;         /* the cell's count byte after the update (control answers) */
 }

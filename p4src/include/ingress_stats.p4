@@ -18,7 +18,9 @@ control IngressStats(in metadata_t meta, inout standard_metadata_t sm) {
             }
         } else {
             job_counters.count(((bit<32>)meta.job_index << 4) | (bit<32>)meta.event);
-            if (meta.event != EV_COMPLETION && meta.event != EV_RETRANSMIT_ANSWERED) {
+            /* a result (EV_COMPLETION, EV_RETRANSMIT_ANSWERED, EV_DOWN) or a partial sum
+             * (EV_UP, EV_UP_RETRANSMIT) leaves; every other event drops the packet */
+            if (meta.is_result == 0) {
                 mark_to_drop(sm);
             }
         }
