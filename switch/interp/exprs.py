@@ -154,7 +154,7 @@ class ExprGen:
     def folded(self, e: A.Expr) -> Any:
         if isinstance(e, (A.IntLit, A.BoolLit)):
             return e.value
-        if isinstance(e, (A.Binary, A.Unary, A.Cast, A.Name, A.Slice, A.Mux, A.Member)):
+        if isinstance(e, (A.Binary, A.Unary, A.Cast, A.Name, A.Slice, A.Mux, A.Member, A.Call)):
             try:
                 return Checker.const_value_static(e)
             except Exception:  # noqa: BLE001 - folding is an optimisation only
