@@ -41,7 +41,7 @@ HALVES: dict[str, list[str]] = {
     "network": [
         "tests/testbed", "tests/torch", "tests/host_e2e", "tests/host", "tests/process",
         "tests/p4runtime", "tests/integration", "tests/oracle", "tests/bmv2_controller",
-        "tests/packaging",
+        "tests/packaging", "tests/docs",
     ],
 }  # fmt: skip
 
