@@ -35,7 +35,7 @@ from .recovery import Recovery
 from .rendezvous import Rendezvous
 
 if TYPE_CHECKING:
-    from ...testbed.local import LocalStack
+    from ...stack.loopback import LoopbackStack
 
 log = logging.getLogger("p4reduce.torch")
 
@@ -53,7 +53,7 @@ class Endpoint:
     session: AllreduceSession
     rdv: Rendezvous
     options: P4ReduceOptions
-    stack: LocalStack | None = None  # rank 0 of a loopback group only
+    stack: LoopbackStack | None = None  # rank 0 of a loopback group only
     recovery: Recovery | None = None  # the boundary step before each collective
     closed: bool = field(default=False, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
@@ -123,7 +123,7 @@ def connect(rdv: Rendezvous, options: P4ReduceOptions, job_id: int, what: str) -
     Raises ``P4ReduceError`` naming the part that failed."""
     rank, n = rdv.rank, rdv.n
     sock = _bind(options, what, rank)
-    stack: LocalStack | None = None
+    stack: LoopbackStack | None = None
     try:
         if options.url is None:
             url, stack = _loopback(rdv, sock, options, what)
@@ -222,7 +222,7 @@ def _bind(options: P4ReduceOptions, what: str, rank: int) -> socket.socket:
 
 def _loopback(
     rdv: Rendezvous, sock: socket.socket, options: P4ReduceOptions, what: str
-) -> tuple[str, LocalStack | None]:
+) -> tuple[str, LoopbackStack | None]:
     """The URL of the group's loopback stack, started here on rank 0."""
     ip, port = sock.getsockname()[:2]
     if ip == "0.0.0.0":

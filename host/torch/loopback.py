@@ -1,10 +1,10 @@
 """The loopback stack of a group started without a registration service URL: the embedded
 switch and ``p4reduce-ctl serve`` on 127.0.0.1, run by the group's rank 0 through
-``testbed.local.LocalStack`` with the ranks' own sockets as the switch's UDP peers.
+``p4reduce.stack.LoopbackStack`` with the ranks' own sockets as the switch's UDP peers.
 
 Stacks are stopped by their group (``destroy_process_group``, ``HookState.close``), at
 interpreter exit by the ``atexit`` hook below, and when the process dies any other way by the
-kernel (``LocalStack(die_with_parent=True)``: the children get SIGTERM).
+kernel (``LoopbackStack(die_with_parent=True)``: the children get SIGTERM).
 """
 
 from __future__ import annotations
@@ -19,20 +19,20 @@ from .errors import P4ReduceError
 from .options import P4ReduceOptions
 
 if TYPE_CHECKING:
-    from ...testbed.local import LocalStack
+    from ...stack.loopback import LoopbackStack
 
 log = logging.getLogger("p4reduce.torch")
 
 _lock = threading.Lock()
-_live: list[LocalStack] = []
+_live: list[LoopbackStack] = []
 
 
-def start(peers: Sequence[tuple[str, int]], options: P4ReduceOptions, what: str) -> LocalStack:
+def start(peers: Sequence[tuple[str, int]], options: P4ReduceOptions, what: str) -> LoopbackStack:
     """Start a stack whose switch port r + 1 stands for ``peers[r]``; P4ReduceError with
     the stack's one-line reason when a part does not start."""
-    from ...testbed.local import LocalStack, StackError  # only loopback groups need it
+    from ...stack.loopback import LoopbackStack, StackError  # only loopback groups need it
 
-    stack = LocalStack(
+    stack = LoopbackStack(
         len(peers),
         options.loopback_program,
         k=options.k,
@@ -54,7 +54,7 @@ def start(peers: Sequence[tuple[str, int]], options: P4ReduceOptions, what: str)
     return stack
 
 
-def stop(stack: LocalStack) -> None:
+def stop(stack: LoopbackStack) -> None:
     """Stop the stack's processes (idempotent)."""
     with _lock:
         if stack in _live:
@@ -62,7 +62,7 @@ def stop(stack: LocalStack) -> None:
     stack.stop()
 
 
-def live() -> list[LocalStack]:
+def live() -> list[LoopbackStack]:
     with _lock:
         return list(_live)
 

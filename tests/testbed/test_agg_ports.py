@@ -1,4 +1,4 @@
-"""The aggregation port pool (testbed.local.lease_agg_port): stacks and test sessions hold a
+"""The aggregation port pool (p4reduce.stack.agg_ports.lease_agg_port): stacks and test sessions hold a
 pool port by a lock, so parallel runs, in one process or several, never pick the same one,
 and a released (or dead) holder's port is taken again (the native engine's cache hit)."""
 
@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from p4reduce.testbed import local
 
 from p4reduce.free_port import free_port
+from p4reduce.stack import agg_ports as local
 
 
 @pytest.fixture
@@ -43,7 +43,7 @@ def test_leases_in_one_process_differ_and_a_released_port_comes_back(pool: list[
 CHILD = """
 import sys
 from pathlib import Path
-from p4reduce.testbed import local
+from p4reduce.stack import agg_ports as local
 local.AGG_PORT_POOL = [int(p) for p in sys.argv[1].split(",")]
 local.AGG_PORT_LOCKS = Path(sys.argv[2])
 lease = local.lease_agg_port()

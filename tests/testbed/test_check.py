@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
-from p4reduce.testbed import local
 from p4reduce.testbed.local import LocalStack, StackError
 
 from p4reduce.free_port import free_port
+from p4reduce.stack import agg_ports
 
 BIN = Path(sys.executable).parent
 FIELDS = {"ok", "max_abs_error", "bound", "seconds", "goodput_gbps", "packets", "retransmissions"}
@@ -147,8 +147,8 @@ def test_the_native_engine_is_compiled_before_the_switch_start_clock(
     monkeypatch.setenv("P4REDUCE_CACHE_DIR", str(tmp_path / "cache"))  # a miss
     # a pool of one port of its own: the second start takes the same port (the same C),
     # whatever stacks other runs on this machine hold
-    monkeypatch.setattr(local, "AGG_PORT_POOL", [free_port("udp")])
-    monkeypatch.setattr(local, "AGG_PORT_LOCKS", tmp_path)
+    monkeypatch.setattr(agg_ports, "AGG_PORT_POOL", [free_port("udp")])
+    monkeypatch.setattr(agg_ports, "AGG_PORT_LOCKS", tmp_path)
     lines: list[str] = []
     with LocalStack(1, "dense", log=lines.append) as stack:
         assert stack.switch is not None
