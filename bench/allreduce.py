@@ -32,22 +32,24 @@ process instead; see docs/testbed.md for the comparison).
 
     python bench/allreduce.py [--workers N] [--sizes M,M,...] [--worker-counts N,N,...]
         [--density-elements M] [--densities D,D,...] [--repeat R] [--slots S] [--k K,K,...]
-        [--engines E,E] [--no-gloo]
+        [--engines E,E] [--udp-offload on|off|on,off] [--no-gloo]
         [--quant-elements M] [--runner processes|threads] [--out DIR] [--json] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
+import os
 import socket
 import statistics
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -412,6 +414,24 @@ def plots(out: Path, fig: dict[str, list[dict[str, Any]]], echo: dict[str, float
 
 
 # ---------------------------------------------------------------------- main
+@contextlib.contextmanager
+def udp_offload_env(offload: str) -> Iterator[None]:
+    """$P4REDUCE_UDP_OFFLOAD for the processes started inside ("off": per datagram)."""
+    from p4reduce.host import _engine_c  # workers run as threads (--runner threads) read it
+
+    before = os.environ.get("P4REDUCE_UDP_OFFLOAD")
+    os.environ["P4REDUCE_UDP_OFFLOAD"] = "0" if offload == "off" else "1"
+    was = _engine_c.udp_offload(offload != "off")
+    try:
+        yield
+    finally:
+        _engine_c.udp_offload(was)
+        if before is None:
+            del os.environ["P4REDUCE_UDP_OFFLOAD"]
+        else:
+            os.environ["P4REDUCE_UDP_OFFLOAD"] = before
+
+
 def add_floors(row: dict[str, Any], n: int, m: int, k: int, slots: int) -> None:
     """The row's kernel floors, per datagram and over UDP GSO/GRO, and its ratios to them
     (floor / time: 1.0 is the kernel's speed)."""
@@ -482,12 +502,17 @@ def print_vs_gloo(rows: list[dict[str, Any]], workers: int) -> None:
 def run_dense_figures(
     args: argparse.Namespace, only: set[str], fig: dict[str, list[dict[str, Any]]],
     add_pps: Callable[[str, dict[str, Any], str], None], ports: int, k: int,
-    engine: str | None, echo: dict[str, float],
+    engine: str | None, echo: dict[str, float], offload: str = "on",
 ) -> None:  # fmt: skip
-    """The sizes and workers figures for one K on one engine of p4reduce-switch."""
-    label = engine or "default"
+    """The sizes and workers figures for one K on one engine of p4reduce-switch; ``offload``
+    "off": the switch and the workers use per-datagram UDP I/O (P4REDUCE_UDP_OFFLOAD=0),
+    labelled "ENGINE/dgram"."""
+    label = (engine or "default") + ("/dgram" if offload == "off" else "")
     extra = ["--engine", engine] if engine else []
-    with LocalStack(ports, "dense", k=k, slots=args.slots, log=log, switch_args=extra) as stack:
+    with (
+        udp_offload_env(offload),
+        LocalStack(ports, "dense", k=k, slots=args.slots, log=log, switch_args=extra) as stack,
+    ):
         runner = Runner(stack, args.runner, args.timeout)
         if "sizes" in only:
             plan = [item(m, k=k, repeat=args.repeat) for m in args.sizes]
@@ -558,6 +583,9 @@ def main(argv: list[str] | None = None) -> int:
                     "estimate printed (600)")  # fmt: skip
     ap.add_argument("--only", default="sizes,workers,density,quantize,host",
                     help="figures to run, comma-separated")  # fmt: skip
+    ap.add_argument("--udp-offload", default="on", choices=("on", "off", "on,off", "off,on"),
+                    help="UDP GSO/GRO in the switch and workers: on, off (per datagram, "
+                    "rows labelled ENGINE/dgram) or both in one run (default on)")  # fmt: skip
     ap.add_argument("--no-gloo", action="store_true",
                     help="sizes figure: leave out gloo (torch.distributed) beside it")  # fmt: skip
     ap.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
@@ -603,7 +631,10 @@ def main(argv: list[str] | None = None) -> int:
         ports = max([args.workers] + (args.worker_counts if "workers" in only else []))
         for engine in sw_engines:
             for k in ks:
-                run_dense_figures(args, only, fig, add_pps, ports, k, engine, echoes[k])
+                for offload in args.udp_offload.split(","):
+                    run_dense_figures(
+                        args, only, fig, add_pps, ports, k, engine, echoes[k], offload
+                    )
 
     # gloo beside the sizes figure, same run, same worker count (skipped without torch)
     gloo_sizes: dict[int, float] = {}

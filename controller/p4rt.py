@@ -206,10 +206,13 @@ class Connection:
 
     # ------------------------------------------------------------------ lifecycle
     def connect(self, arbitrate: bool = True, connect_timeout: float | None = None) -> Connection:
+        # a pipeline's device config (fetch_config: a K = 1024 BMv2 JSON is ~7 MB) is past
+        # gRPC's default 4 MiB; the switch's server takes and sends up to this much
+        opts = [("grpc.max_receive_message_length", 256 << 20)]
         if self.tls is not None:
-            self.channel = grpc.secure_channel(self.addr, self.tls.credentials())
+            self.channel = grpc.secure_channel(self.addr, self.tls.credentials(), options=opts)
         else:
-            self.channel = grpc.insecure_channel(self.addr)
+            self.channel = grpc.insecure_channel(self.addr, options=opts)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
         wait = (
             min(self.timeout, DEFAULT_CONNECT_TIMEOUT)
