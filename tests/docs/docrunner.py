@@ -106,18 +106,19 @@ class Scratch:
 
     def run(self, where: str, cmd: str, timeout: float) -> str:
         """Run one command line to its end; its output (stdout and stderr)."""
+        proc = subprocess.Popen(
+            ["bash", "-c", cmd], cwd=self.path, env=self.env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
         try:
-            proc = subprocess.run(
-                ["bash", "-c", cmd], cwd=self.path, env=self.env, stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout,
-                start_new_session=True,
-            )  # fmt: skip
-        except subprocess.TimeoutExpired as exc:
-            out = (exc.output or b"").decode(errors="replace")
+            raw, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # the whole group: children hold the pipe
+            raw, _ = proc.communicate()
             raise DocError(
-                f"{where}: `{cmd}` still running after {timeout:.0f} s\n{_tail(out)}"
+                f"{where}: `{cmd}` still running after {timeout:.0f} s\n{_tail(raw.decode())}"
             ) from None
-        out = proc.stdout.decode(errors="replace")
+        out = raw.decode(errors="replace")
         if proc.returncode != 0:
             raise DocError(
                 f"{where}: `{cmd}` exited {proc.returncode}\n{_tail(out)}\n{self.background_logs()}"
@@ -241,9 +242,16 @@ def check_synopsis(block: Block, scratch: Scratch, timeout: float) -> None:
         )
 
 
+def _background(cmd: str) -> bool:
+    return cmd.endswith("&") and not cmd.endswith("&&")
+
+
 def run_block(block: Block, scratch: Scratch) -> str:
     """Run one example (its marker's setup, background, the block, its expectations)."""
     timeout = float(block.option("timeout", str(DEFAULT_TIMEOUT)) or DEFAULT_TIMEOUT)
+    lines = [] if block.lang != "sh" or "synopsis" in block.options else commands(block.text)
+    if "background" in block.options or any(_background(cmd) for cmd in lines):
+        scratch.hold_ports()  # waiting for another stack to let go is not the example's time
     deadline = time.monotonic() + timeout
 
     def left() -> float:
@@ -264,8 +272,8 @@ def run_block(block: Block, scratch: Scratch) -> str:
     elif block.lang == "python":
         out += scratch.python(block.where, block.text, left())
     else:
-        for cmd in commands(block.text):
-            if cmd.endswith("&") and not cmd.endswith("&&"):
+        for cmd in lines:
+            if _background(cmd):
                 out += scratch.start(block.where, cmd[:-1].rstrip(), left())
             else:
                 out += scratch.run(block.where, cmd, left())
