@@ -6,7 +6,6 @@ between (docs/failures.md)."""
 
 from __future__ import annotations
 
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -16,32 +15,12 @@ import numpy as np
 import pytest
 from p4reduce.host import AllreduceSession
 from p4reduce.testbed.local import LocalStack
+from p4reduce.testbed.restart import restart_switch
 
 SECRET = "the-secret-of-the-switch-restart-tests"
 CALLS = 40
 KILL_AT = 6  # calls done by both ranks before the switch is killed
 SIZE = 20000  # a call of a few ms: the kill lands in one, or in the pause between two
-
-
-def _restart_switch(stack: LocalStack, log: Path) -> subprocess.Popen[bytes]:
-    """kill -9 the stack's switch and start it again with the same arguments (its gRPC
-    port fixed to the one it had); returns the new process once it says it is ready."""
-    assert stack.switch is not None
-    old = stack.switch.popen
-    args = [str(a) for a in old.args]
-    args[args.index("--grpc-server-addr") + 1] = stack.grpc_addr
-    old.kill()
-    old.wait(10)
-    out = open(log, "wb")  # noqa: SIM115 - the process writes it; closed with it
-    new = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
-    out.close()
-    deadline = time.monotonic() + 60
-    while b"ready" not in log.read_bytes():
-        if new.poll() is not None or time.monotonic() > deadline:
-            new.kill()
-            raise AssertionError(f"the restarted switch: {log.read_text()[-2000:]}")
-        time.sleep(0.05)
-    return new
 
 
 def _rank(stack: LocalStack, rank: int, progress: list[int], out: dict[int, Any]) -> None:
@@ -86,7 +65,7 @@ def test_switch_killed_and_restarted_mid_job(tmp_path: Path, operator_push: bool
             assert time.monotonic() < deadline, progress
             time.sleep(0.01)
         killed_at = list(progress)
-        new = _restart_switch(stack, tmp_path / "switch2.log")
+        new = restart_switch(stack, tmp_path / "switch2.log")
         try:
             if operator_push:  # what a person does after restarting a switch
                 stack.ctl(
