@@ -1,6 +1,6 @@
 """Parsing and printing of the addresses a controller handles: IPv4 addresses and prefixes,
-MAC addresses, UDP and switch port numbers. Every failure is an ``InvalidArgument`` naming
-the piece that was wrong."""
+MAC addresses, UDP and switch port numbers, HOST:PORT (``p4reduce.netaddr``, the switch's
+parser too). Every failure is an ``InvalidArgument`` naming the piece that was wrong."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import ipaddress
 import re
 from typing import Any
 
+from .. import netaddr as _netaddr
 from .errors import InvalidArgument
 
 _MAC_HEX = re.compile(r"^[0-9a-fA-F]{12}$")
@@ -76,8 +77,9 @@ def switch_port(text: Any, what: str = "switch port") -> int:
 
 
 def hostport(text: str, what: str = "address") -> tuple[str, int]:
-    """``host:port`` (port 0 allowed: pick a free one)."""
-    host, sep, port = str(text).rpartition(":")
-    if not sep or not host:
-        raise InvalidArgument(f"bad {what} {text!r} (want HOST:PORT)")
-    return host.strip("[]"), number(port, f"port of {what}", 0, 65535)
+    """``HOST:PORT`` or ``[IPV6]:PORT`` (port 0 allowed: pick a free one), parsed by
+    ``p4reduce.netaddr`` as the switch parses its addresses."""
+    try:
+        return _netaddr.split(text, what=f"bad {what}", allow_port_zero=True)
+    except _netaddr.AddressError as e:
+        raise InvalidArgument(str(e)) from None

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .. import contracts, p4lang
+from .. import contracts, netaddr, p4lang
 from ..controller.credentials import JOB_SECRET_ENV, new_secret
 from .local import (
     Proc,
@@ -413,11 +413,11 @@ class Bmv2Stack(Stack):
         args = [*self.enter_switch(), binary, "--device-id", "1", *ports, "--no-p4", "--",
                 "--grpc-server-addr", GRPC_ADDR, "--cpu-port", str(cpu_port())]  # fmt: skip
         self.switch = self._spawn("switch", args, env=p4lang.env())
-        host, port = GRPC_ADDR.rsplit(":", 1)
+        host, port = netaddr.split(GRPC_ADDR)
 
         def accepts() -> bool:
             with contextlib.suppress(OSError):
-                with socket.create_connection((host, int(port)), timeout=0.5):
+                with socket.create_connection((host, port), timeout=0.5):
                     return True
             return False
 

@@ -61,6 +61,9 @@ class Device:
         # released): the native I/O loop moves to the new engine's handler here, so it never
         # runs a handler whose pipeline is gone.
         self.pipeline_hooks: list[Callable[[PipelineState], None]] = []
+        # The switch's ports for a P4Runtime read of p4reduce/portmap.py's extern type (set
+        # by p4reduce-switch; None: such a read is refused like any extern entry).
+        self.port_map: Callable[[], Any] | None = None
 
     # ------------------------------------------------------------------ pipeline
     @property

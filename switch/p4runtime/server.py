@@ -20,6 +20,7 @@ from typing import Any
 
 import grpc
 
+from p4reduce import netaddr, portmap
 from p4reduce.proto import p4runtime_pb2, p4runtime_pb2_grpc
 
 from . import entities, pipeline_config
@@ -160,7 +161,10 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                     raise failed_precondition("no forwarding pipeline config has been set")
                 found: list[Any] = []
                 for entity in request.entities:
-                    found += entities.read(state, entity)
+                    if self.device.port_map is not None and portmap.wanted(entity):
+                        found += portmap.encode(self.device.port_map())
+                    else:
+                        found += entities.read(state, entity)
         except P4RTError as exc:
             self._fail(context, exc)
             return
@@ -272,12 +276,14 @@ def check_free(address: str) -> None:
     gRPC's own bind failure is a log line of its C core and a bare "failed"; probing with a
     plain socket first names the address in use in our one line.
     """
-    host, _, port_text = address.rpartition(":")
-    host = host.strip("[]")
-    if not port_text.isdigit() or int(port_text) == 0:
-        return  # port 0 is always free; a malformed address is gRPC's to refuse
     try:
-        infos = socket.getaddrinfo(host or None, int(port_text), type=socket.SOCK_STREAM)
+        host, port = netaddr.split(address)
+    except netaddr.AddressError:
+        return  # a malformed address is gRPC's to refuse
+    if port == 0:
+        return  # port 0 is always free
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as e:
         raise OSError(f"cannot resolve {host!r}: {e.strerror}") from None
     for family, kind, proto, _, sockaddr in infos:

@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from ... import netaddr
+
 # Frames longer than this are dropped on both paths. BMv2 reads at most 16 KiB per frame too,
 # and a bound keeps one jumbo (or GRO-merged) frame from becoming a huge Python object.
 MAX_FRAME = 16 * 1024
@@ -194,21 +196,10 @@ def _check_ifname(name: str, text: str) -> None:
 def parse_host_port(
     text: str, *, what: str = "address", allow_port_zero: bool = False
 ) -> tuple[str, int]:
-    """Parse ``HOST:PORT`` (an IPv4 address or a host name). IPv6 is refused because the UDP
-    adapter builds IPv4 frames. ``allow_port_zero`` is for a listen address (ephemeral port)."""
-    if text.startswith("[") or text.count(":") > 1:
-        raise ValueError(f"{what}: {text!r} looks like IPv6; only IPv4 HOST:PORT is supported")
-    host, colon, port_text = text.rpartition(":")
-    if not colon:
-        raise ValueError(f"{what}: {text!r} has no ':PORT' (expected HOST:PORT)")
-    if not host:
-        raise ValueError(f"{what}: {text!r} has no host before ':' (expected HOST:PORT)")
-    if any(c.isspace() or c == "@" for c in host):
-        raise ValueError(f"{what}: host {host!r} is not a valid host name or IPv4 address")
-    if not port_text or not all(c in string.digits for c in port_text):
-        raise ValueError(f"{what}: UDP port {port_text!r} is not a decimal integer")
-    port = int(port_text)
-    low = 0 if allow_port_zero else 1
-    if not low <= port <= 65535:
-        raise ValueError(f"{what}: UDP port {port} is out of range {low}..65535")
-    return host, port
+    """Parse ``HOST:PORT`` (an IPv4 address or a host name) with ``p4reduce.netaddr``, the
+    parser of every address; IPv6 is refused because the UDP adapter builds IPv4 frames.
+    ``allow_port_zero`` is for a listen address (ephemeral port). A ValueError
+    (``AddressError``) names the bad piece."""
+    return netaddr.split(
+        text, what=what, allow_port_zero=allow_port_zero, ipv4_only=True, port_word="UDP port"
+    )

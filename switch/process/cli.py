@@ -16,6 +16,7 @@ import logging
 import sys
 from pathlib import Path
 
+from p4reduce import netaddr
 from p4reduce.cli_common import OneLineArgumentParser, StopSignals
 
 from ..frontend.cli import in_deep_thread
@@ -132,13 +133,9 @@ def _device_config(program: Path, include_dirs: list[Path]) -> bytes:
 
 
 def grpc_address(text: str) -> str:
-    """Check a gRPC listen address: ``HOST:PORT`` or ``[IPV6]:PORT``. gRPC itself takes a
-    bare host and serves on port 443, which nobody means."""
-    host, colon, port = text.rpartition(":")
-    if not colon or not host or (":" in host and not host.startswith("[")):
-        raise ValueError(f"--grpc-server-addr: {text!r} has no ':PORT' (expected HOST:PORT)")
-    if not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"--grpc-server-addr: port {port!r} is not in 0..65535")
+    """Check a gRPC listen address: ``HOST:PORT`` or ``[IPV6]:PORT`` (``p4reduce.netaddr``).
+    gRPC itself takes a bare host and serves on port 443, which nobody means."""
+    netaddr.split(text, what="--grpc-server-addr", allow_port_zero=True)
     return text
 
 
@@ -195,12 +192,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     stop = StopSignals()
     dataplane.start()
-    host = args.grpc_server_addr.rsplit(":", 1)[0]
+    grpc_bound = netaddr.join(netaddr.split(args.grpc_server_addr)[0], bound)
     log.info(
-        "%s: P4Runtime on %s:%d, device %d, ports %s%s",
+        "%s: P4Runtime on %s, device %d, ports %s%s",
         PROG,
-        host,
-        bound,
+        grpc_bound,
         args.device_id,
         ", ".join(str(s) for s in specs) or "none",
         f", program {args.program}" if args.program else ", waiting for a pipeline",
@@ -208,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     udp = next((p.adapter.listen for p in ports.values() if isinstance(p, UdpPort)), None)
     udp_text = f", UDP adapter {udp[0]}:{udp[1]}" if udp else ""
     # one line scripts and tests wait for: the real addresses when port 0 was asked for
-    print(f"{PROG}: ready (P4Runtime {host}:{bound}{udp_text})", flush=True)
+    print(f"{PROG}: ready (P4Runtime {grpc_bound}{udp_text})", flush=True)
     while not stop.wait(3600.0):  # polls (StopSignals says why a lock cannot be used)
         pass
     log.info("%s: stopping", PROG)

@@ -27,7 +27,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ... import p4lang
+from ... import netaddr, p4lang
 from ...free_port import free_port
 from ..local import StackError, command, find_p4src
 
@@ -65,9 +65,8 @@ def cpu_port() -> int:
 
 
 def accepts(addr: str) -> bool:
-    host, port = addr.rsplit(":", 1)
     try:
-        with socket.create_connection((host, int(port)), timeout=0.5):
+        with socket.create_connection(netaddr.split(addr), timeout=0.5):
             return True
     except OSError:
         return False

@@ -56,6 +56,7 @@ def test_addresses_and_numbers() -> None:
     assert addr.hostport("127.0.0.1:0") == ("127.0.0.1", 0)
     with pytest.raises(InvalidArgument, match="HOST:PORT"):
         addr.hostport("nohost")
+    assert addr.hostport("[::1]:9559") == ("::1", 9559)
 
 
 def test_member_parse() -> None:

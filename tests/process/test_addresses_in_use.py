@@ -92,8 +92,8 @@ def test_a_second_switch_on_a_used_port_exits_1_with_one_line() -> None:
             "127.0.0.1",
             "'127.0.0.1' has no ':PORT' (expected HOST:PORT)",
         ),  # gRPC would serve on port 443
-        ("::1", "'::1' has no ':PORT' (expected HOST:PORT)"),
-        ("127.0.0.1:http", "port 'http' is not in 0..65535"),
+        ("::1", "'::1' has no ':PORT' (an IPv6 address needs brackets: [IPV6]:PORT)"),
+        ("127.0.0.1:http", "port 'http' is not a decimal integer"),
     ],
 )
 def test_a_grpc_address_without_a_port_is_refused(addr: str, message: str) -> None:
