@@ -39,17 +39,15 @@ process instead; see docs/testbed.md for the comparison).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import csv
 import json
-import os
 import socket
 import statistics
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -214,34 +212,9 @@ def udp_echo(k: int, window: int, packets: int) -> dict[str, float]:
     return {"pps": packets / t, "goodput_gbps": packets * k * 32 / t / 1e9}
 
 
-_floors: dict[tuple[int, int, int, int, bool], float] = {}
-
-
 def kernel_floor(n: int, m: int, k: int, slots: int, gso: bool = False) -> float:
-    """Seconds the host kernel needs for an M-element all-reduce's packets between n workers:
-    bench/c/reflector.c's batched client sends ceil(M/K) aggregation packets per worker,
-    ``slots`` in flight, through the C reflector (the switch's exchanges with no P4), and
-    receives the results; ``gso``: the same over UDP GSO/GRO (reflector.c -g), the floor of
-    p4reduce's offload path. NaN where no C compiler exists (or, for ``gso``, no UDP
-    GSO/GRO). Measured once per shape."""
-    key = (n, m, k, slots, gso)
-    if gso and not floor.gso_available():
-        _floors[key] = float("nan")
-    if key not in _floors:
-        rounds = -(-m // k)
-        socks = floor.worker_sockets(n)
-        try:
-            with floor.reflector([s.getsockname() for s in socks], gso=gso) as addr:
-                packets = floor.dense_packets(n, 1, slots, k)
-                done = floor.run_client(addr, socks, packets, rounds, slots, gso=gso)
-                _floors[key] = done["seconds"]
-        except floor.FloorUnavailable as err:
-            log(f"kernel floor unavailable: {err}")
-            _floors[key] = float("nan")
-        finally:
-            for s in socks:
-                s.close()
-    return _floors[key]
+    """floor.kernel_floor, saying here when it is unavailable."""
+    return floor.kernel_floor(n, m, k, slots, gso, log=log)
 
 
 def best(fn: Callable[[], object], reps: int, setup: Callable[[], object] | None = None) -> float:
@@ -414,24 +387,6 @@ def plots(out: Path, fig: dict[str, list[dict[str, Any]]], echo: dict[str, float
 
 
 # ---------------------------------------------------------------------- main
-@contextlib.contextmanager
-def udp_offload_env(offload: str) -> Iterator[None]:
-    """$P4REDUCE_UDP_OFFLOAD for the processes started inside ("off": per datagram)."""
-    from p4reduce.host import _engine_c  # workers run as threads (--runner threads) read it
-
-    before = os.environ.get("P4REDUCE_UDP_OFFLOAD")
-    os.environ["P4REDUCE_UDP_OFFLOAD"] = "0" if offload == "off" else "1"
-    was = _engine_c.udp_offload(offload != "off")
-    try:
-        yield
-    finally:
-        _engine_c.udp_offload(was)
-        if before is None:
-            del os.environ["P4REDUCE_UDP_OFFLOAD"]
-        else:
-            os.environ["P4REDUCE_UDP_OFFLOAD"] = before
-
-
 def add_floors(row: dict[str, Any], n: int, m: int, k: int, slots: int) -> None:
     """The row's kernel floors, per datagram and over UDP GSO/GRO, and its ratios to them
     (floor / time: 1.0 is the kernel's speed)."""
@@ -510,7 +465,7 @@ def run_dense_figures(
     label = (engine or "default") + ("/dgram" if offload == "off" else "")
     extra = ["--engine", engine] if engine else []
     with (
-        udp_offload_env(offload),
+        floor.udp_offload_env(offload),
         LocalStack(ports, "dense", k=k, slots=args.slots, log=log, switch_args=extra) as stack,
     ):
         runner = Runner(stack, args.runner, args.timeout)

@@ -3,19 +3,21 @@ time by switch/native/build.py (the compiler and content-hash cache of the nativ
 the switch's receives and multicast sends with recvmmsg/sendmmsg and no P4, and as a batched
 C load generator of aggregation packets (docs/benchmarks.md, "kernel floor").
 
-Used by bench/switch.py, bench/sidebyside.py (raw-socket modes) and bench/allreduce.py; not
-a benchmark on its own.
+Used by bench/switch.py, bench/sidebyside.py (raw-socket modes), bench/allreduce.py and
+bench/torch_ddp.py (``kernel_floor``, per datagram and over UDP GSO/GRO); not a benchmark on
+its own.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import socket
 import struct
 import subprocess
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 SOURCE = Path(__file__).resolve().parent / "c" / "reflector.c"
@@ -115,6 +117,59 @@ def run_client(
     if done.returncode != 0:
         raise RuntimeError(done.stderr.strip() or f"client exit {done.returncode}")
     return json.loads(done.stdout)
+
+
+_floors: dict[tuple[int, int, int, int, bool], float] = {}
+
+
+def kernel_floor(
+    n: int, m: int, k: int, slots: int, gso: bool = False, log: Callable[[str], None] = print
+) -> float:
+    """Seconds the host kernel needs for an M-element all-reduce's packets between n workers:
+    reflector.c's batched client sends ceil(M/K) aggregation packets per worker, ``slots``
+    in flight, through the C reflector (the switch's exchanges with no P4), and receives the
+    results; ``gso``: the same over UDP GSO/GRO (reflector.c -g), the floor of p4reduce's
+    offload path. NaN (said through ``log``) where no C compiler exists or, for ``gso``,
+    the kernel has no UDP GSO/GRO. Measured once per shape."""
+    key = (n, m, k, slots, gso)
+    if key not in _floors and gso and not gso_available():
+        log("UDP GSO/GRO floor unavailable: this kernel lacks UDP_SEGMENT or UDP_GRO")
+        _floors[key] = float("nan")
+    if key not in _floors:
+        rounds = -(-m // k)
+        socks = worker_sockets(n)
+        try:
+            with reflector([s.getsockname() for s in socks], gso=gso) as addr:
+                packets = dense_packets(n, 1, slots, k)
+                done = run_client(addr, socks, packets, rounds, slots, gso=gso)
+                _floors[key] = done["seconds"]
+        except FloorUnavailable as err:
+            log(f"kernel floor unavailable: {err}")
+            _floors[key] = float("nan")
+        finally:
+            for s in socks:
+                s.close()
+    return _floors[key]
+
+
+@contextlib.contextmanager
+def udp_offload_env(offload: str) -> Iterator[None]:
+    """$P4REDUCE_UDP_OFFLOAD for the switch and worker processes started inside ("off": per
+    datagram, "on": UDP GSO/GRO where the kernel has them), and the same setting for
+    workers run as threads of this process."""
+    from p4reduce.host import _engine_c
+
+    before = os.environ.get("P4REDUCE_UDP_OFFLOAD")
+    os.environ["P4REDUCE_UDP_OFFLOAD"] = "0" if offload == "off" else "1"
+    was = _engine_c.udp_offload(offload != "off")
+    try:
+        yield
+    finally:
+        _engine_c.udp_offload(was)
+        if before is None:
+            del os.environ["P4REDUCE_UDP_OFFLOAD"]
+        else:
+            os.environ["P4REDUCE_UDP_OFFLOAD"] = before
 
 
 def dense_packets(n: int, job_id: int, slots: int, k: int, key: int = 0) -> list[list[bytes]]:

@@ -11,12 +11,14 @@ to the last bucket's result (for gloo and the backend it wraps torch's reference
 
 Printed, and written to ``--out`` (bench/out/) as ``torch_ddp.csv`` and ``torch_ddp.png``:
 per backend the median step time and all-reduce time over the steps after ``--warmup``,
-each as a ratio to gloo measured in the same run, and the backend's aggregation statistics
-per step (packets, retransmissions) where it has them.
+each as a ratio to gloo measured in the same run, the backend's aggregation statistics
+per step (packets, retransmissions) where it has them, and for p4reduce the all-reduce
+against the kernel floors of the same run (bench/floor.py: the step's parameters as
+aggregation packets through the C reflector, per datagram and over UDP GSO/GRO).
 
     python bench/torch_ddp.py [--workers 2[,4]] [--host-engines native,python] [--steps 4] [--warmup 1] [--hidden 1000]
         [--inputs 64] [--depth 2] [--backends gloo,p4reduce,hook] [--k 64,256,1024]
-        [--engines E,E] [--out DIR] [--json]
+        [--engines E,E] [--udp-offload on|off|on,off] [--out DIR] [--json]
 
 The p4reduce backends run once per K (a local stack per build), per switch engine and per
 host protocol engine (``--host-engines``: the native C driver and the Python core), one
@@ -167,8 +169,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--engines", default=None,
                     help="p4reduce-switch engines, comma-separated (default: every one its "
                     "--engine offers; its default engine without that option)")  # fmt: skip
+    ap.add_argument("--udp-offload", default="on", choices=("on", "off", "on,off", "off,on"),
+                    help="UDP GSO/GRO in the switch and the ranks: on, off (per datagram, "
+                    "rows marked dgram) or both in one run (default on)")  # fmt: skip
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
     args = ap.parse_args(argv)
+    offloads = args.udp_offload.split(",")
     try:
         ks = [int(k) for k in args.k.split(",") if k]
     except ValueError:
@@ -197,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     workers_text = args.workers
     summaries: dict[str, dict[str, Any]] = {}
     bases: dict[str, str] = {}  # a run's name: its gloo run's (the same worker count)
+    shapes: dict[str, tuple[int, int, int]] = {}  # a p4reduce run's name: (n, K, slots)
     with tempfile.TemporaryDirectory(prefix="p4reduce-torch-bench-") as tmp:
         work = Path(tmp)
         for n in worker_counts:
@@ -205,28 +212,39 @@ def main(argv: list[str] | None = None) -> int:
             summaries[gname] = train(args, "gloo", work, [], None, f"gloo-n{n}")
             bases[gname] = gname
             p4 = [b for b in backends if b != "gloo"]
-            for engine in engines if p4 else []:
-                for k in ks:
-                    label = f"K={k}" if engine is None else f"switch {engine} K={k}"
-                    if len(worker_counts) > 1:
-                        label += f" n={n}"
-                    peers = [("127.0.0.1", free_port("udp")) for _ in range(n)]
-                    switch_args = [] if engine is None else ["--engine", engine]
-                    with LocalStack(n, "dense", k=k, peers=peers, log=log,
-                                    workdir=work / f"stack-{engine}-{k}-n{n}",
-                                    switch_args=switch_args) as stack:  # fmt: skip
-                        env = [{"P4REDUCE_UDP_PORT": str(p)} for _, p in peers]
-                        job = 0
-                        for host in host_engines:
-                            for b in p4:
-                                job += 1
-                                extra = ["--url", stack.url, "--job-id", str(job),
-                                         "--engine", host]  # fmt: skip
-                                tag = f"{b}-{host}-{engine or 'default'}-k{k}-n{n}"
-                                name = f"{b} host {host}, {label}"
-                                summaries[name] = train(args, b, work, extra, env, tag)
-                                bases[name] = gname
+            for engine, k, offload in [
+                (e, k, o) for e in (engines if p4 else []) for k in ks for o in offloads
+            ]:
+                label = f"K={k}" if engine is None else f"switch {engine} K={k}"
+                if offload == "off":
+                    label += " dgram"
+                if len(worker_counts) > 1:
+                    label += f" n={n}"
+                peers = [("127.0.0.1", free_port("udp")) for _ in range(n)]
+                switch_args = [] if engine is None else ["--engine", engine]
+                with (
+                    floor.udp_offload_env(offload),
+                    LocalStack(n, "dense", k=k, peers=peers, log=log, switch_args=switch_args,
+                               workdir=work / f"stack-{engine}-{k}-n{n}-{offload}") as stack,
+                ):  # fmt: skip
+                    env = [{"P4REDUCE_UDP_PORT": str(p)} for _, p in peers]
+                    job = 0
+                    for host in host_engines:
+                        for b in p4:
+                            job += 1
+                            extra = ["--url", stack.url, "--job-id", str(job), "--engine", host]
+                            tag = f"{b}-{host}-{engine or 'default'}-k{k}-n{n}-{offload}"
+                            name = f"{b} host {host}, {label}"
+                            summaries[name] = train(args, b, work, extra, env, tag)
+                            bases[name] = gname
+                            shapes[name] = (n, k, stack.slots)
     rows = [row(name, s, summaries[bases[name]]) for name, s in summaries.items()]
+    for r in rows:  # the kernel floors of each p4reduce run's all-reduce, measured now
+        n, k, slots = shapes.get(r["backend"], (0, 0, 0))
+        for name, gso in (("floor", False), ("gso_floor", True)):
+            sec = floor.kernel_floor(n, r["params"], k, slots, gso, log=log) if n else math.nan
+            r[f"{name}_ms"] = sec * 1e3
+            r[f"allreduce_vs_{name}"] = r["allreduce_ms"] / r[f"{name}_ms"] if n else math.nan
     write_csv(args.out / "torch_ddp.csv", rows)
     title = (
         f"DDP on the embedded switch: {params:,} parameters, {workers_text} workers "
@@ -238,15 +256,21 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"rows": rows, "seconds": total}, indent=1))
         return 0
     print(title)
-    print(f"{'backend':<44} {'step ms':>10} {'all-reduce ms':>14} {'step/gloo':>10} "
-          f"{'all-reduce/gloo':>16} {'packets/step':>13} {'retx/step':>10} {'Gb/s':>8}")  # fmt: skip
+    print(f"{'backend':<50} {'step ms':>8} {'all-reduce ms':>14} {'step/gloo':>10} "
+          f"{'all-reduce/gloo':>16} {'packets/step':>13} {'retx/step':>10} {'Gb/s':>8} "
+          f"{'floor ms':>9} {'x floor':>8} {'gso floor':>9} {'x gso fl':>8}")  # fmt: skip
     for r in rows:
         pk, rx = r["packets_sent_per_step"], r["retransmissions_per_step"]
         pk_text = "-" if math.isnan(pk) else f"{pk:,.0f}"
         rx_text = "-" if math.isnan(rx) else f"{rx:.1f}"
-        print(f"{r['backend']:<44} {r['step_ms']:>10.1f} {r['allreduce_ms']:>14.1f} "
-              f"{r['step_vs_gloo']:>10.2f} {r['allreduce_vs_gloo']:>16.1f} "
-              f"{pk_text:>13} {rx_text:>10} {r['goodput_gbps']:>8.4f}")  # fmt: skip
+        fl = " ".join(
+            f"{'-':>9} {'-':>8}" if math.isnan(r[f"{x}_ms"]) else
+            f"{r[f'{x}_ms']:>9.1f} {r[f'allreduce_vs_{x}']:>8.2f}"
+            for x in ("floor", "gso_floor")
+        )  # fmt: skip
+        print(f"{r['backend']:<50} {r['step_ms']:>8.1f} {r['allreduce_ms']:>14.1f} "
+              f"{r['step_vs_gloo']:>10.2f} {r['allreduce_vs_gloo']:>16.2f} "
+              f"{pk_text:>13} {rx_text:>10} {r['goodput_gbps']:>8.4f} {fl}")  # fmt: skip
     print(f"\nwrote {args.out / 'torch_ddp.csv'} and {args.out / 'torch_ddp.png'} ({total:.0f} s)")
     return 0
 

@@ -25,6 +25,7 @@ from ..frontend.errors import CompileError
 from ..p4runtime.tls import ServerTls
 from ..ports import DEFAULT_LISTEN, UdpPort, open_ports, parse_host_port, parse_port_spec
 from .dataplane import make_dataplane
+from .portinfo import UnknownSenderReport, port_map
 
 PROG = "p4reduce-switch"
 log = logging.getLogger("p4reduce.switch")
@@ -180,6 +181,9 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         tls = ServerTls(args.grpc_tls_cert, args.grpc_tls_key, args.grpc_tls_client_ca)
     dataplane = make_dataplane(device, ports)
+    device.port_map = lambda: port_map(ports, dataplane)  # what controllers check members by
+    # the Python UDP adapter logs unknown senders itself; the native loop only counts them
+    report = UnknownSenderReport(ports, dataplane) if hasattr(dataplane, "loop") else None
     server = P4RuntimeServer(device, args.grpc_server_addr, tls=tls)
     try:
         bound = server.start()
@@ -192,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     stop = StopSignals()
     dataplane.start()
+    if report is not None:
+        report.start()
     grpc_bound = netaddr.join(netaddr.split(args.grpc_server_addr)[0], bound)
     log.info(
         "%s: P4Runtime on %s, device %d, ports %s%s",
@@ -209,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
         pass
     log.info("%s: stopping", PROG)
     server.stop(grace=1.0)
+    if report is not None:
+        report.stop()
     dataplane.stop()
     return 0
 
