@@ -23,6 +23,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from p4reduce import portmap
+from p4reduce.portmap import PortMap
 from p4reduce.proto import p4runtime_pb2
 
 from . import jobs as jobs_mod
@@ -181,6 +183,8 @@ class Controller:
         ``key``: the job's data-plane key (None: a fresh random one, the normal case);
         ``verifier``: of the job's secret (credentials.verifier), stored with its entries."""
         with self.lock:
+            members = list(members)
+            self.check_ports(members)
             schema, table = self.schema, self.jobs()
             job = table.plan(job_id, members, slot_count, slot_base, n, key, verifier)
             slots_mod.clear(self.conn, schema, job.slot_base, job.slot_count)
@@ -201,7 +205,24 @@ class Controller:
         touching the switch: the registration service records the plan before installing it
         (``restore_job``)."""
         with self.lock:
+            members = list(members)
+            self.check_ports(members)
             return self.jobs().plan(job_id, members, slot_count, None, n, None, verifier)
+
+    def port_map(self) -> PortMap | None:
+        """The switch's ports and its UDP adapter's count of datagrams from unknown senders
+        (p4reduce/portmap.py); None from a switch that does not say (BMv2)."""
+        with self.lock:
+            try:
+                found = self.conn.read([portmap.request()], "read the switch's ports")
+            except WriteFailed:  # refused: a switch without p4reduce's port entries
+                return None
+            return portmap.decode(found)
+
+    def check_ports(self, members: Iterable[Member]) -> None:
+        """``InvalidArgument`` naming the first member whose switch port the switch lacks or
+        whose address is not that port's UDP peer (jobs.check_ports)."""
+        jobs_mod.check_ports(members, self.port_map())
 
     def restore_job(self, job: Job) -> Job:
         """Install ``job`` exactly as given (index, slot range, multicast group, key,

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from p4reduce.portmap import PortMap
 from p4reduce.proto import p4runtime_pb2
 
 from . import addr, program
@@ -134,6 +135,31 @@ def slot_text(base: int, count: int) -> str:
 
 def check_job_id(job_id: Any) -> int:
     return addr.number(job_id, "job id", 1, program.MAX_JOB_ID)
+
+
+def check_ports(members: Iterable[Member], ports: PortMap | None) -> None:
+    """Each member's switch port exists on the switch and, for a port of its UDP adapter,
+    stands for the member's address: otherwise the switch would drop every datagram of that
+    worker and the job would time out for a reason nothing names. ``ports`` None: the
+    switch does not say (BMv2), nothing to check."""
+    if ports is None:
+        return
+    by_peer = {peer: n for n, peer in ports.peers.items()}
+    for m in members:
+        if m.switch_port not in ports.numbers:
+            have = ", ".join(map(str, sorted(ports.numbers))) or "none"
+            raise InvalidArgument(
+                f"rank {m.rank}: the switch has no port {m.switch_port} (its ports: {have})"
+            )
+        peer = ports.peers.get(m.switch_port)
+        if peer is not None and peer != (m.ip, m.udp_port):
+            other = by_peer.get((m.ip, m.udp_port))
+            hint = f" (it is port {other}'s)" if other is not None else ""
+            raise InvalidArgument(
+                f"rank {m.rank}: {m.ip}:{m.udp_port} is not the peer of switch port "
+                f"{m.switch_port}{hint}, {peer[0]}:{peer[1]} is (p4reduce-switch -i "
+                f"{m.switch_port}@udp:{peer[0]}:{peer[1]}): the switch would drop its datagrams"
+            )
 
 
 def check_members(members: Iterable[Member], n: int | None = None) -> list[Member]:

@@ -385,6 +385,7 @@ class RegistrationService:
         if n is None:
             raise InvalidArgument("join without n (the job's worker count)")
         member = Member.from_dict(body)
+        self.controller.check_ports([member])  # at once, not when the last rank arrives
         timeout = self._timeout(body, self.join_timeout)
         for _ in range(3):  # again when the job appeared or changed during the check
             checked, verifier = self._authorize_join(job_id, cred)

@@ -2,7 +2,8 @@
 
 The scratch directory holds a link to every top-level entry of the checkout (so
 ``.venv/bin/...``, ``p4src/`` and ``make build`` work as written) except ``build/``, which
-an example makes itself: nothing an example writes lands in the checkout. Shell blocks run
+an example makes itself: nothing an example writes lands in the checkout (``make_scratch``
+says how ``.venv`` is kept out of make's reach). Shell blocks run
 command by command, each in its own ``bash -c`` (shell variables do not carry from one line
 to the next); a command ending in ``&`` is a background process, kept until its group ends
 and waited for until it prints its ``ready`` line. Every process an example starts is
@@ -53,11 +54,21 @@ OUTCOME = Outcome()
 
 
 def make_scratch(path: Path) -> Path:
+    """Links to the checkout's entries; ``.venv`` is a directory of links to the real one's
+    entries with a fresh ``.installed`` stamp of its own, so that ``make build`` (whose
+    ``install`` step runs pip when the stamp is older than the sources) never installs from
+    here: pip would rewrite the shared .venv's scripts to this directory's path."""
     path.mkdir(parents=True, exist_ok=True)
     for entry in ROOT.iterdir():
-        if entry.name == "build" or (entry.name.startswith(".") and entry.name != ".venv"):
+        if entry.name == "build" or entry.name.startswith("."):
             continue
         (path / entry.name).symlink_to(entry)
+    venv = path / ".venv"
+    venv.mkdir()
+    for entry in (ROOT / ".venv").iterdir():
+        if entry.name != ".installed":
+            (venv / entry.name).symlink_to(entry)
+    (venv / ".installed").touch()
     return path
 
 
@@ -73,9 +84,6 @@ class Scratch:
         self.env = dict(os.environ)
         self.env["PATH"] = f"{self.path / '.venv' / 'bin'}{os.pathsep}{self.env.get('PATH', '')}"
         self.env.pop("P4REDUCE_JOB_SECRET", None)
-        # make's install step (pip into .venv) must never run from here: it would rewrite the
-        # checkout's .venv scripts to this scratch path. The suite runs after `make install`.
-        self.env["MAKEFLAGS"] = "-o .venv/.installed"
         self.background: list[tuple[subprocess.Popen[bytes], Path, str]] = []
         self.lock_fd: int | None = None
 

@@ -43,6 +43,7 @@ def test_example(unit: list[Block], tmp_path: Path) -> None:
     if len(unit) == 1 and "skip" in first.options:
         OUTCOME.skipped[first.where] = str(first.option("skip"))
         pytest.skip(f"{first.where}: {first.option('skip')}")
+    stamp = (ROOT / ".venv" / ".installed").stat().st_mtime_ns
     with Scratch(tmp_path) as scratch:
         for block in unit:
             if "skip" in block.options:
@@ -60,3 +61,5 @@ def test_example(unit: list[Block], tmp_path: Path) -> None:
                 )  # fmt: skip
                 pytest.fail(failure + hint, pytrace=False)
             OUTCOME.ran.append(block.where)
+    # a reinstall from the scratch directory would point the shared .venv's scripts there
+    assert (ROOT / ".venv" / ".installed").stat().st_mtime_ns == stamp, ".venv was reinstalled"
