@@ -15,12 +15,12 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import grpc
 from google.rpc import status_pb2
 
+from p4reduce import grpc_tls
 from p4reduce.proto import p4runtime_pb2, p4runtime_pb2_grpc
 
 from .errors import ControllerError, NoPipeline, SwitchError
@@ -144,20 +144,12 @@ class ClientTls:
     key: str | None = None
 
     def credentials(self) -> Any:
-        def pem(path: str | None, what: str) -> bytes | None:
-            if path is None:
-                return None
-            try:
-                data = Path(path).read_bytes()
-            except OSError as err:
-                raise ControllerError(f"cannot read the {what} {path}: {err.strerror}") from None
-            if b"-----BEGIN " not in data:
-                raise ControllerError(f"the {what} {path} is not PEM")
-            return data
-
-        return grpc.ssl_channel_credentials(
-            pem(self.ca, "TLS CA"), pem(self.key, "TLS key"), pem(self.cert, "TLS certificate")
-        )
+        """gRPC's channel credentials (``p4reduce.grpc_tls``, the switch's helper too);
+        ControllerError naming a file that cannot be read or is not PEM."""
+        try:
+            return grpc_tls.channel_credentials(self.ca, self.cert, self.key)
+        except grpc_tls.TlsFilesError as err:
+            raise ControllerError(str(err)) from None
 
 
 class Connection:

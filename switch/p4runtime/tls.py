@@ -5,23 +5,13 @@ and optionally a CA whose certificates clients must present (mutual TLS), as gRP
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import grpc
 
+# the file reading and credentials are p4reduce.grpc_tls's, shared with the controller's client
+from p4reduce.grpc_tls import TlsFilesError, read_pem, server_credentials
 
-class TlsFilesError(ValueError):
-    """A TLS file that cannot be read or is not PEM: one line naming the file."""
-
-
-def read_pem(path: str | Path, what: str) -> bytes:
-    try:
-        data = Path(path).read_bytes()
-    except OSError as err:
-        raise TlsFilesError(f"cannot read the {what} {path}: {err.strerror}") from None
-    if b"-----BEGIN " not in data:
-        raise TlsFilesError(f"the {what} {path} is not PEM")
-    return data
+__all__ = ["ServerTls", "TlsFilesError", "read_pem"]
 
 
 @dataclass(frozen=True)
@@ -31,8 +21,4 @@ class ServerTls:
     client_ca: str | None = None  # set: clients must present a certificate signed by it
 
     def credentials(self) -> grpc.ServerCredentials:
-        pair = (read_pem(self.key, "TLS key"), read_pem(self.cert, "TLS certificate"))
-        ca = read_pem(self.client_ca, "client CA") if self.client_ca else None
-        return grpc.ssl_server_credentials(
-            [pair], root_certificates=ca, require_client_auth=ca is not None
-        )
+        return server_credentials(self.cert, self.key, self.client_ca)
