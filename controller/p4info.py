@@ -1,7 +1,7 @@
-"""Names to ids from a P4Info, and P4Runtime bytestrings.
-
-Values go out canonical (the shortest big-endian form, one zero byte for 0), which both the
-embedded switch and simple_switch_grpc accept, and come back decoded from any width.
+"""Names to ids from a P4Info, and P4Runtime bytestrings (``p4reduce.bytestrings``, the
+switch's codec too): values go out canonical (the shortest big-endian form, one zero byte for
+0), which both the embedded switch and simple_switch_grpc accept, and come back decoded from
+any width.
 """
 
 from __future__ import annotations
@@ -9,20 +9,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from p4reduce import bytestrings
 from p4reduce.proto import p4info_pb2, p4runtime_pb2
 
 from .errors import ControllerError, InvalidArgument
 
 
 def encode(value: int, bitwidth: int, what: str = "value") -> bytes:
-    """The canonical bytestring of an unsigned ``value`` that must fit ``bitwidth`` bits."""
-    if value < 0 or value >> bitwidth:
-        raise InvalidArgument(f"{what} {value} does not fit in {bitwidth} bits")
-    return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
+    """The canonical bytestring of an unsigned ``value`` that must fit ``bitwidth`` bits
+    (``p4reduce.bytestrings``, the switch's codec too)."""
+    try:
+        return bytestrings.encode_checked(value, bitwidth, what)
+    except bytestrings.BytestringError as err:
+        raise InvalidArgument(str(err)) from None
 
 
-def decode(data: bytes) -> int:
-    return int.from_bytes(data, "big")
+decode = bytestrings.value  # a reply's value, any width
 
 
 @dataclass
