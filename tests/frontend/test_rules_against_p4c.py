@@ -41,7 +41,7 @@ KNOWN: dict[str, str] = {}
 
 AREAS = {"types", "named_args", "list_struct", "header_struct_field", "unions_stacks",
          "generics", "annotations", "name_id", "value_sets", "profiles", "direct",
-         "table_props"}  # fmt: skip
+         "table_props", "action_order"}  # fmt: skip
 
 
 @pytest.fixture(scope="module")

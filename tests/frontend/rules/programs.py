@@ -543,10 +543,42 @@ def _tables() -> list[Case]:
     ]  # fmt: skip
 
 
+def _action_order() -> list[Case]:
+    """P4Info lists top-level actions by first reference, then each block's own in the
+    order of the inlined program (p4c's order, which controllers that index by position see)."""
+    a = "action_order"
+    glob = "action g1() { }\naction g2() { }\naction g3() { }\n"
+    sub = (
+        "control Sub(inout meta_t m) {\n    action s1() { m.c = 1; }\n"
+        "    table st { key = { m.c: exact; } actions = { s1; } }\n"
+        "    apply { st.apply(); }\n}\n"
+    )
+    sub2 = sub.replace("Sub", "Sub2").replace("s1", "s2").replace("st", "s2t")
+    return [
+        _v(a, "global_by_first_reference", top=glob, idecls=_table(
+            actions="g3; g1; g2;", extra="        default_action = g1();\n"),
+           ingress="        t.apply();"),
+        _v(a, "tables_in_declaration_order", top=glob,
+           idecls=_table(actions="g2;", extra="        default_action = g2();\n")
+           + _table(name="u", key="meta.b: exact;", actions="g3; g1; NoAction;"),
+           ingress="        u.apply();\n        t.apply();"),
+        _v(a, "instance_in_place", top=glob + sub,
+           idecls="    action a1() { meta.c = 2; }\n    Sub() s;\n"
+           "    action a2() { meta.c = 4; }\n" + _table(actions="a2; a1; g2; g1;"),
+           ingress="        t.apply();\n        s.apply(meta);"),
+        _v(a, "direct_invocations_after_locals", top=sub + sub2,
+           idecls="    action a1() { meta.c = 2; }\n" + _table(actions="a1;"),
+           ingress="        Sub2.apply(meta);\n        t.apply();\n        Sub.apply(meta);"),
+        _x(a, "duplicate_action", top=glob, idecls="    action a1() { }\n"
+           "    action a1() { meta.c = 1; }\n" + _table(actions="a1;"),
+           ingress="        t.apply();"),
+    ]  # fmt: skip
+
+
 def all_cases() -> list[Case]:
     cases = [*_types(), *_named(), *_lists(), *_struct_headers(), *_unions_stacks(),
              *_generics(), *_annotations(), *_names(), *_value_sets(), *_profiles(),
-             *_direct(), *_tables()]  # fmt: skip
+             *_direct(), *_tables(), *_action_order()]  # fmt: skip
     names = [c.filename for c in cases]
     dup = {n for n in names if names.count(n) > 1}
     if dup:
