@@ -67,6 +67,8 @@ class Assignment:
     job_key: int  # carried in every packet (docs/protocol.md, "Job keys")
     timeouts: Timeouts
     members: list[dict[str, Any]] = field(default_factory=list)
+    # the service's count of switch reconciliations when it answered (docs/failures.md)
+    switch_epoch: int = 0
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Assignment:

@@ -59,9 +59,10 @@ class Entry:
     # of the job's secret (credentials.verifier); None: operator only (an adopted job
     # created without a secret)
     verifier: bytes | None = field(default=None, repr=False)
-    # restored ready from the state database and not yet used (no barrier, recovery or
-    # leave since): its ranks may repeat the join whose answer the restart cut off
-    restored: bool = False
+    # ranks restored from the state database that have not used the job since (no
+    # barrier, recovery or leave): they may repeat the join whose answer a restart of the
+    # service cut off, also once the job is installed
+    rejoinable: set[int] = field(default_factory=set)
 
     @property
     def waiting_for(self) -> list[int]:
@@ -144,7 +145,7 @@ class Registry:
         if (
             entry.members.get(member.rank) == member
             and n == entry.n
-            and (entry.state == JOINING or (entry.state == READY and entry.restored))
+            and (entry.state == JOINING or member.rank in entry.rejoinable)
         ):
             # the same rank from the same address (so the same socket) again: a join retried
             # after its connection broke (the service restarted); it waits like the first
@@ -224,7 +225,7 @@ class Registry:
             job,
             left=set(left),
             verifier=verifier,
-            restored=job is not None,
+            rejoinable={m.rank for m in members},
         )
         self.entries[job_id] = entry
         return entry
@@ -234,7 +235,7 @@ class Registry:
 
         entry = self.get(job_id)
         r = addr.number(rank, "rank", 0, max(entry.n - 1, 0))
-        entry.restored = False
+        entry.rejoinable.discard(r)
         if entry.state != READY:
             raise Conflict(
                 f"job {job_id} is {entry.state}"
@@ -348,6 +349,7 @@ class Registry:
 
         entry = self.get(job_id)
         r = addr.number(rank, "rank", 0, max(entry.n - 1, 0))
+        entry.rejoinable.discard(r)
         if entry.state == JOINING:
             if r not in entry.members:
                 raise NotFound(f"rank {r} has not joined job {job_id}")

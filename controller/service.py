@@ -459,6 +459,7 @@ class RegistrationService:
             "agg_port": self.agg_port,
             "mgid": job.mgid,
             "job_key": job.key,
+            "switch_epoch": self.switch_epoch,
             "timeouts": asdict(self.timeouts),
             "members": [m.to_dict() for m in job.members],
         }
@@ -529,6 +530,7 @@ class RegistrationService:
             "generation": gen,
             "next_call": outcome,
             "cleared": True,
+            "switch_epoch": self.switch_epoch,
         }
         if done is not None:  # the fewest and most calls the ranks had completed
             answer["min_done"], answer["max_done"] = done
@@ -637,9 +639,24 @@ class RegistrationService:
                 "primary": self.controller.conn.primary,
                 "switch_ip": self.switch_ip,
                 "agg_port": self.agg_port,
+                # lost and not reconciled yet; reconciliations so far (docs/failures.md)
+                "up": self.watcher is None or self.watcher.switch_up,
+                "epoch": self.switch_epoch,
+                # datagrams the switch's UDP adapter dropped from senders no port stands
+                # for (None: the switch does not say); a worker's timeout names a rise
+                "unknown_sender": self._unknown_senders(),
             },
             "jobs": {"ready": ready, "pending": pending},
         }
+
+    def _unknown_senders(self) -> int | None:
+        if self.watcher is not None and not self.watcher.switch_up:
+            return None  # no read of a switch known to be down
+        try:
+            ports = self.controller.port_map()
+        except ControllerError:
+            return None
+        return None if ports is None else ports.unknown_sender
 
     # ------------------------------------------------------------------ HTTP
     def dispatch(self, req: Handler, method: str) -> tuple[int, Any]:

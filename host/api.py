@@ -232,6 +232,8 @@ class AllreduceSession:
         self.program = a.program
         self.retry = retry if retry is not None else retry_from_timeouts(a.timeouts)
         self.registration = registration
+        # the switch's count of datagrams from unknown senders now: a timeout names a rise
+        self._unknown_senders_at_join = self._unknown_senders()
         self.auto_recover = auto_recover
         self.recoveries = 0  # recovery rounds this session went through
         # a call stuck because the switch lost its state is run again once the job is back
@@ -239,6 +241,7 @@ class AllreduceSession:
         self.transparent_retry = transparent_retry
         self.retried = 0  # calls run again after a lost switch
         self._replay = ReplayLog()
+        self._switch_epoch = a.switch_epoch  # the service's reconciliations we know of
         self.switch = (a.switch_ip, a.agg_port)
         self.session = Session(
             rank=a.rank,
@@ -669,6 +672,8 @@ class AllreduceSession:
         give_up_after for a switch that went away to be back with the job; True when the
         call can run again (every worker runs the same calls from the agreed one on)."""
         assert self.registration is not None
+        if not self._switch_lost():
+            return False  # a worker is missing, not the switch: the call fails as before
         wait = self.retry.give_up_after
         if not math.isfinite(wait):
             wait = MAX_SWITCH_WAIT
@@ -691,6 +696,7 @@ class AllreduceSession:
                     log.warning("job %d rank %d: no retry: %s", self.job_id, self.rank, e)
                     return False
                 time.sleep(0.1)
+        self._switch_epoch = int(answer.get("switch_epoch", self._switch_epoch))
         self._pending = None
         self._broken = None
         self._auto_cache.clear()  # alike on every worker: each goes through this round
@@ -723,6 +729,17 @@ class AllreduceSession:
             self._replay.done,
         )
         return True
+
+    def _switch_lost(self) -> bool:
+        """Did the switch go away since this session last knew it (the service says it is
+        down, or reconciled it since)? Only then is a stuck call run again."""
+        assert self.registration is not None
+        try:
+            sw = self.registration.health()["switch"]
+        except (RegistrationError, KeyError, TypeError) as e:
+            log.warning("job %d rank %d: no retry: %s", self.job_id, self.rank, e)
+            return False
+        return not sw.get("up", True) or int(sw.get("epoch", 0)) != self._switch_epoch
 
     def _failure(self) -> str | None:
         p = self._pending
@@ -840,6 +857,7 @@ class AllreduceSession:
             else f" ({got} results arrived from {ip}:{port} before that.)"
         )
         missing, state = self._missing_ranks(err.stuck)
+        state += self._unknown_senders_hint()
         msg = (
             f"{err}{why}{state} The next call recovers with the other workers first "
             f"(or resume() this one once every worker is back)."
@@ -847,6 +865,29 @@ class AllreduceSession:
         timeout = AllreduceTimeout(msg, err.call_id, err.stuck, err.in_flight)
         timeout.missing_ranks = missing
         return timeout
+
+    def _unknown_senders(self) -> int | None:
+        """The switch UDP adapter's count of datagrams from senders no port stands for, as
+        the registration service's health tells (None: unknown; never fatal)."""
+        if self.registration is None:
+            return None
+        try:
+            count = self.registration.health()["switch"].get("unknown_sender")
+        except Exception:  # noqa: BLE001 - a diagnosis must not fail the session
+            return None
+        return count if isinstance(count, int) else None
+
+    def _unknown_senders_hint(self) -> str:
+        """A sentence when the switch dropped datagrams from unknown senders since the join:
+        then this worker's (or another's) datagrams likely never reached the pipeline."""
+        before, now = self._unknown_senders_at_join, self._unknown_senders()
+        if before is None or now is None or now <= before:
+            return ""
+        return (
+            f" The switch dropped {now - before} datagram(s) from unknown senders since this "
+            f"worker joined (p4reduce-ctl stats): is every worker's socket bound to the "
+            f"address it registered, its switch port's peer (-i N@udp:HOST:PORT)?"
+        )
 
     def _missing_ranks(self, stuck: tuple[StuckSlot, ...]) -> tuple[list[int] | None, str]:
         """Which ranks the switch has not seen in the stuck slots, as its registers tell

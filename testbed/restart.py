@@ -1,15 +1,18 @@
-"""Killing and restarting the switch of a running loopback stack, as a crash and an
+"""Killing and restarting processes of a running loopback stack, as a crash and an
 operator's restart do (the failure tests of docs/failures.md).
 
 ``restart_switch`` kills the stack's ``p4reduce-switch`` with SIGKILL and starts it again with
 the same arguments, its P4Runtime server on the address it had (the registration service
-reconnects there); the new process is the caller's to stop.
+reconnects there); ``restart_serve`` does the same with ``p4reduce-ctl serve`` on the URL it
+had (workers find it there again), optionally with more options (``--state PATH``). The new
+processes are the caller's to stop.
 """
 
 from __future__ import annotations
 
 import subprocess
 import time
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +22,44 @@ def restart_switch(stack: Any, log: Path, timeout: float = 60.0) -> subprocess.P
     returns the new process once it printed its ready line. ``log``: its stdout and stderr."""
     if stack.switch is None:
         raise RuntimeError("the stack has no switch process to restart")
-    old = stack.switch.popen
-    args = [str(a) for a in old.args]
+    args = _kill(stack.switch.popen)
     args[args.index("--grpc-server-addr") + 1] = stack.grpc_addr
-    old.kill()
-    old.wait(10)
+    return spawn_ready(args, log, timeout)
+
+
+def restart_serve(
+    stack: Any,
+    log: Path,
+    serve: subprocess.Popen[bytes] | None = None,
+    extra: tuple[str, ...] = (),
+    timeout: float = 60.0,
+) -> subprocess.Popen[bytes]:
+    """kill -9 the registration service (``serve``, by default ``stack.serve``'s process) and
+    start it again on ``stack.url``'s address, with ``extra`` options after ``serve``."""
+    if serve is None:
+        if stack.serve is None:
+            raise RuntimeError("the stack has no registration service to restart")
+        serve = stack.serve.popen
+    args = _kill(serve)
+    port = urllib.parse.urlsplit(stack.url).port
+    args[args.index("--listen") + 1] = f"127.0.0.1:{port}"
+    at = args.index("serve") + 1
+    for opt in extra:
+        if opt.startswith("--") and opt in args:
+            raise RuntimeError(f"{opt} is already an option of the service")
+    args[at:at] = list(extra)
+    return spawn_ready(args, log, timeout)
+
+
+def _kill(popen: subprocess.Popen[bytes]) -> list[str]:
+    args = [str(a) for a in popen.args]  # type: ignore[union-attr]
+    popen.kill()
+    popen.wait(10)
+    return args
+
+
+def spawn_ready(args: list[str], log: Path, timeout: float = 60.0) -> subprocess.Popen[bytes]:
+    """Start ``args`` with stdout and stderr in ``log``; return once a line says ready."""
     with open(log, "wb") as out:
         new = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + timeout
@@ -32,6 +68,6 @@ def restart_switch(stack: Any, log: Path, timeout: float = 60.0) -> subprocess.P
             new.kill()
             new.wait()
             tail = log.read_text(errors="replace")[-2000:]
-            raise RuntimeError(f"the restarted switch did not become ready: {tail}")
+            raise RuntimeError(f"{Path(args[0]).name} did not become ready: {tail}")
         time.sleep(0.05)
     return new

@@ -152,7 +152,9 @@ def test_a_killed_switch_is_reported_in_seconds(stack3: Stack) -> None:
         stack3.switch.kill()
         outcomes = on_all(sessions, lambda s, r: _timed_timeout(s, xs[r]))
         for err, waited in outcomes:
-            assert waited < BOUND + SLACK
+            # the transparent retry waits BOUND more for the switch to come back
+            # (docs/failures.md) before the call fails
+            assert waited < 2 * BOUND + SLACK
             assert err.stuck_slots == [0, 1, 2, 3]
             assert "4 of 4 slots got no result" in str(err)
     finally:

@@ -6,44 +6,20 @@ between (docs/failures.md)."""
 
 from __future__ import annotations
 
-import threading
-import time
+import sys
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import pytest
-from p4reduce.host import AllreduceSession
 from p4reduce.testbed.local import LocalStack
 from p4reduce.testbed.restart import restart_switch
 
-SECRET = "the-secret-of-the-switch-restart-tests"
+from p4reduce.stack.loopback import SWITCH_IP, SWITCH_MAC
+
 CALLS = 40
 KILL_AT = 6  # calls done by both ranks before the switch is killed
-SIZE = 20000  # a call of a few ms: the kill lands in one, or in the pause between two
 
-
-def _rank(stack: LocalStack, rank: int, progress: list[int], out: dict[int, Any]) -> None:
-    try:
-        with AllreduceSession.join(
-            stack.url, 1, rank, 2, sock=stack.sockets[rank], secret=SECRET, timeout=60
-        ) as s:
-            got, longest = [], 0.0
-            for i in range(CALLS):
-                x = np.arange(SIZE, dtype=np.int32) * (rank + 1) + i
-                t0 = time.monotonic()
-                got.append(s.allreduce(x))
-                longest = max(longest, time.monotonic() - t0)
-                progress[rank] = i + 1
-                time.sleep(0.01)  # the training step between two all-reduces
-            out[rank] = {
-                "results": got,
-                "retried": s.retried,
-                "recoveries": s.recoveries,
-                "longest": longest,
-            }
-    except BaseException as err:  # noqa: BLE001 - reported by the test
-        out[rank] = err
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from job_ranks import Job  # noqa: E402
 
 
 @pytest.mark.parametrize("operator_push", [False, True], ids=["alone", "operator-push"])
@@ -52,35 +28,20 @@ def test_switch_killed_and_restarted_mid_job(tmp_path: Path, operator_push: bool
     with LocalStack(
         ports=2, initial_timeout_ms=50, max_timeout_ms=500, retries=12, join_timeout=60
     ) as stack:
-        progress = [0, 0]
-        out: dict[int, Any] = {}
-        threads = [
-            threading.Thread(target=_rank, args=(stack, r, progress, out), daemon=True)
-            for r in range(2)
-        ]
-        for t in threads:
-            t.start()
-        deadline = time.monotonic() + 60
-        while min(progress) < KILL_AT and all(t.is_alive() for t in threads):
-            assert time.monotonic() < deadline, progress
-            time.sleep(0.01)
-        killed_at = list(progress)
+        job = Job(stack, 1, 2, CALLS).start()
+        killed_at = job.wait_progress(KILL_AT)
         new = restart_switch(stack, tmp_path / "switch2.log")
         try:
             if operator_push:  # what a person does after restarting a switch
                 stack.ctl(
-                    "push", str(stack.prefix), "--switch-ip", "10.0.0.254",
-                    "--switch-mac", "02:00:00:00:00:fe", election_id=10,
+                    "push", str(stack.prefix), "--switch-ip", SWITCH_IP,
+                    "--switch-mac", SWITCH_MAC, election_id=10,
                 )  # fmt: skip
-            for t in threads:
-                t.join(120)
-            assert not any(t.is_alive() for t in threads), progress
+            out = job.finish()
         finally:
             new.kill()
             new.wait(10)
     assert max(killed_at) < CALLS  # the switch died with calls to go
-    for r in range(2):
-        assert not isinstance(out[r], BaseException), f"rank {r}: {out[r]!r}"
     # every recovery round has both ranks; the figure of docs/failures.md (pytest -s)
     assert out[0]["recoveries"] == out[1]["recoveries"]
     print(
@@ -88,9 +49,3 @@ def test_switch_killed_and_restarted_mid_job(tmp_path: Path, operator_push: bool
         f"calls {killed_at}, calls run again {[out[r]['retried'] for r in range(2)]}, "
         f"longest call {max(out[r]['longest'] for r in range(2)):.2f} s"
     )
-    for r in range(2):
-        results = out[r]["results"]
-        assert len(results) == CALLS
-        for i, y in enumerate(results):
-            expect = np.arange(SIZE, dtype=np.int32) * 3 + 2 * i
-            assert np.array_equal(y, expect), f"rank {r} call {i}"
