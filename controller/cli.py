@@ -13,6 +13,7 @@
       slots --job ID [--range A[:B]] [--all] [--values]
       loss [P] [--port N]... [--direction in|out|both]
       reset
+      tree create --file TREE.json | tree show|delete --job ID --tor HOST:PORT...
 
 Errors are one line, ``p4reduce-ctl: error: ...``, on stderr: exit 1 (2 for a bad command line).
 
@@ -31,7 +32,7 @@ from typing import Any
 
 from ..cli_common import OneLineArgumentParser as _OneLineParser
 from ..cli_common import StopSignals, internal_error, stdout_gone
-from . import addr, credentials, pipeline, program, render, slots
+from . import addr, credentials, pipeline, program, render, slots, tree_cli
 from .api import Controller
 from .errors import ControllerError, InvalidArgument, NoPipeline
 from .http_server import Limits, TlsConfig
@@ -397,6 +398,9 @@ def build_parser() -> argparse.ArgumentParser:
     _common(jd, False)
     jd.add_argument("--job", type=T_JOB, required=True, metavar="ID", help="job id")
 
+    p = cmd("tree", "jobs spanning a spine (--grpc-addr) and its ToRs (controller/tree_cli.py)")
+    tree_cli.add_arguments(p, _common, T_JOB, T_GRPC_ADDR)
+
     p = cmd("stats", "per-job counters")
     p.add_argument("--job", type=T_JOB, metavar="ID", help="one job only")
 
@@ -566,6 +570,14 @@ def cmd_loss(args: argparse.Namespace, ctl: Controller) -> None:
     _emit(args, {"ports": {str(p): v for p, v in got.items()}}, render.loss(got))
 
 
+def cmd_tree(args: argparse.Namespace, ctl: Controller) -> None:
+    def connect(grpc_addr: str, arbitrate: bool) -> Controller:
+        return _controller(argparse.Namespace(**{**vars(args), "grpc_addr": grpc_addr}), arbitrate)
+
+    data, human = tree_cli.run(args, ctl, connect)
+    _emit(args, data, human)
+
+
 def cmd_reset(args: argparse.Namespace, ctl: Controller) -> None:
     r = ctl.reset()
     removed = ", ".join(map(str, r["jobs_removed"])) or "none"
@@ -687,6 +699,7 @@ COMMANDS = {
     "slots": cmd_slots,
     "loss": cmd_loss,
     "reset": cmd_reset,
+    "tree": cmd_tree,
 }
 READ_ONLY = {"stats", "slots"}
 
@@ -698,6 +711,7 @@ def run(args: argparse.Namespace) -> int:
         args.command in READ_ONLY
         or (args.command == "job" and args.job_command == "list")
         or (args.command == "loss" and args.p is None)
+        or (args.command == "tree" and tree_cli.read_only(args))
     )
     ctl = _controller(args, arbitrate=not read_only)
     try:
