@@ -1,7 +1,7 @@
 """Every program the front end accepts loads on both engines, or is refused in one line.
 
 Over the programs generated per spec rule (rules/programs.py) and the front end's corpora
-(programs/good, tofino_programs/good): a program ``p4reduce-p4c`` accepts must build into a
+(programs/good, programs/production, tofino_programs/good): a program ``p4reduce-p4c`` accepts must build into a
 pipeline the interpreter runs (a ``V1Switch``) and into the native engine's C program, or be
 refused at load with exactly one ``FILE(LINE): error: ...`` line whose message says the
 construct is not supported. The native generator may decline a construct it does not
@@ -46,6 +46,7 @@ def _rule_programs() -> list[Path]:
 PROGRAMS = [
     *_rule_programs(),
     *sorted((HERE / "programs" / "good").glob("*.p4")),
+    *sorted((HERE / "programs" / "production").glob("*.p4")),
     *sorted((HERE / "tofino_programs" / "good").glob("*.p4")),
 ]
 

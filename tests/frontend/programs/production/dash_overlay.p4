@@ -297,7 +297,6 @@ control dash_ingress(inout headers_t hdr, inout metadata_t meta,
             return;
         }
         direction_lookup.apply();
-        appliance.apply();
         if (meta.direction == dash_direction_t.OUTBOUND) {
             meta.eni_addr = hdr.inner_ethernet.src_addr;
         } else {
@@ -313,6 +312,7 @@ control dash_ingress(inout headers_t hdr, inout metadata_t meta,
             mark_to_drop(standard_metadata);
             return;
         }
+        appliance.apply();
         eni_counter.count((bit<32>)meta.eni_id);
         eni_meter.execute_meter((bit<32>)meta.eni_id, meta.meter_color);
         if (meta.direction == dash_direction_t.OUTBOUND) {
