@@ -22,6 +22,11 @@ IPV4_ROUTES = "SwitchIngress.forwarding.ipv4_routes"
 ROUTE = "SwitchIngress.forwarding.route"
 L2_FORWARD = "SwitchIngress.forwarding.l2_forward"
 TO_PORT = "SwitchIngress.forwarding.to_port"
+# hierarchical aggregation, the ToR role (docs/protocol.md, "Hierarchical aggregation")
+ADMIT_PARENT = "SwitchIngress.admission.admit_parent"
+UPLINK = "SwitchIngress.dispatch.uplink"
+TO_PARENT = "SwitchIngress.dispatch.to_parent"
+MAX_RACKS = contracts.MAX_WORKERS  # the ToRs are the spine's workers: its bitmap's width
 
 # match fields
 F_IPV4_DST = "hdr.ipv4.dstAddr"

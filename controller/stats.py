@@ -36,8 +36,9 @@ class JobStats:
 
     @property
     def aggregated(self) -> int:
-        """Packets added into a slot: contributions plus completions."""
-        return self.get("contribution") + self.get("completion")
+        """Packets added into a slot: contributions plus completions (at a ToR, the
+        contribution that completes the local count is counted ``up``: its sum goes up)."""
+        return self.get("contribution") + self.get("completion") + self.get("up")
 
     @property
     def drops(self) -> dict[str, int]:
@@ -56,6 +57,10 @@ class JobStats:
             "results_multicast": self.get("completion"),
             "retransmits_answered": self.get("retransmit_answered"),
             "duplicates": self.get("duplicate"),
+            # a ToR of a job spanning switches (docs/protocol.md, "Hierarchical aggregation")
+            "sent_up": self.get("up"),
+            "sent_up_again": self.get("up_retransmit"),
+            "results_from_parent": self.get("down"),
             "results_sent": self.get("result_sent"),
             "drops": self.drops,
         }

@@ -99,9 +99,11 @@ INGRESS_EVENTS = (
     Event("CONTRIBUTION", 3, "contribution", "contribution absorbed into an open slot"),
     Event("DUPLICATE", 4, "duplicate", "retransmission into an open slot: not added"),
     # the ToR role (docs/protocol.md, "Hierarchical aggregation")
-    Event("UP", 5, "", "ToR: local count complete, partial sum sent up", True),
-    Event("UP_RETRANSMIT", 6, "", "ToR: retransmission, partial sum sent up again", True),
-    Event("DOWN", 7, "", "ToR: the parent's result stored and multicast", True),
+    Event("UP", 5, "up", "ToR: local count complete, partial sum sent up", True),
+    Event(
+        "UP_RETRANSMIT", 6, "up_retransmit", "ToR: retransmission, partial sum sent up again", True
+    ),
+    Event("DOWN", 7, "down", "ToR: the parent's result stored and multicast", True),
     Event("UNKNOWN_SENDER", 8, "unknown_sender", "(job id, source IP, source port) not registered"),
     Event("WRONG_RANK", 9, "wrong_rank", "rank field differs from the registered rank"),
     Event("SLOT_RANGE", 10, "slot_range", "slot index outside the job's slot range"),
