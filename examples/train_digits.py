@@ -18,6 +18,12 @@ Without RANK/WORLD_SIZE in the environment it starts ``--workers`` processes of 
 127.0.0.1; under torchrun it is one of them. Rank 0 prints per scheme the test accuracy,
 the switch packets this worker sent per step (after the warm-up steps, and over all
 steps), the median step time, the ratio at the end and the paths the cost model chose.
+
+``--backend gloo`` trains the same model on plain gloo (scheme ``none`` only: the
+baseline). ``--eval-every N``: rank 0 also measures the test accuracy every N steps, and
+the JSON gets ``curve``, [training seconds, step, accuracy] per point, the seconds being
+rank 0's time in training steps (the evaluations left out): accuracy against wall time,
+as ``p4reduce testbed -e training`` plots it per scheme (docs/results.md).
 """
 
 from __future__ import annotations
@@ -86,9 +92,18 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--depth", type=positive, default=1, help="hidden layers (1)")
     p.add_argument("--slots", type=positive, default=8, help="switch slots of the job (8)")
     p.add_argument("--seed", type=int, default=0, help="weights and data order (0)")
+    p.add_argument("--backend", choices=("p4reduce", "gloo"), default="p4reduce",
+                   help="process group; gloo: the baseline, --compress none only (p4reduce)")  # fmt: skip
+    p.add_argument("--eval-every", type=int, default=0, metavar="N",
+                   help="rank 0 measures the test accuracy every N steps (0: at the end)")  # fmt: skip
     p.add_argument("--url", default=os.environ.get("P4REDUCE_URL"),
                    help="registration service of a running switch with the sparse program "
                    "($P4REDUCE_URL); default: an embedded switch started by rank 0")  # fmt: skip
+    p.add_argument("--job-id", type=int, default=None, help="switch job (testbed)")
+    p.add_argument("--bind-ip", default=None, help="this worker's data address (testbed)")
+    p.add_argument("--mac", default=None, help="this worker's data MAC (testbed)")
+    p.add_argument("--switch-port", type=int, default=None,
+                   help="the switch port of this worker's host (testbed)")  # fmt: skip
     p.add_argument("--timeout", type=float, default=600.0,
                    help="the whole run must end within this many seconds (600)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="one JSON object per scheme")
@@ -99,6 +114,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         p.error(f"--lr {args.lr:g} is not positive")
     if args.warmup_steps < 0:
         p.error(f"--warmup-steps {args.warmup_steps} is negative")
+    if args.eval_every < 0:
+        p.error(f"--eval-every {args.eval_every} is negative")
+    if args.backend == "gloo" and args.compress != ["none"]:
+        p.error("--backend gloo trains uncompressed: --compress none")
     return args
 
 
@@ -183,10 +202,17 @@ def run_scheme(scheme: str, args: argparse.Namespace, data: tuple[Any, ...]) -> 
         ddp.register_comm_hook(state, topk_hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=args.lr)
     rng = np.random.default_rng(args.seed)
-    stats(reset=True)
+    if args.backend == "p4reduce":
+        stats(reset=True)
     packets: list[int] = []
     seconds: list[float] = []
     step = 0
+    curve: list[list[float]] = []
+
+    def accuracy() -> float:
+        with torch.no_grad():
+            return float((model(torch.from_numpy(xte)).argmax(1).numpy() == yte).mean())
+
     for _epoch in range(args.epochs):
         shards = np.array_split(rng.permutation(len(xtr)), n)
         mine = shards[rank]
@@ -198,13 +224,18 @@ def run_scheme(scheme: str, args: argparse.Namespace, data: tuple[Any, ...]) -> 
             loss.backward()
             opt.step()
             seconds.append(time.perf_counter() - t0)
-            packets.append(stats(reset=True).packets_sent)
+            packets.append(stats(reset=True).packets_sent if args.backend == "p4reduce" else 0)
             step += 1
-    with torch.no_grad():
-        acc = float((model(torch.from_numpy(xte)).argmax(1).numpy() == yte).mean())
+            if rank == 0 and args.eval_every and step % args.eval_every == 0:
+                curve.append([sum(seconds), step, accuracy()])
+    acc = accuracy()
+    if rank == 0 and args.eval_every and (not curve or curve[-1][1] != step):
+        curve.append([sum(seconds), step, acc])
     after = packets[args.warmup_steps :] if scheme != "none" else packets
     out: dict[str, Any] = {
         "scheme": scheme,
+        "backend": args.backend,
+        "selection": args.selection if scheme != "none" else None,
         "accuracy": acc,
         "epochs": args.epochs,
         "steps": step,
@@ -214,6 +245,8 @@ def run_scheme(scheme: str, args: argparse.Namespace, data: tuple[Any, ...]) -> 
         "ratio": None,
         "paths": {},
     }
+    if args.eval_every:
+        out["curve"] = curve
     if state is not None:
         tensors = list(state.topk.states.values())
         out["ratio"] = tensors[-1].policy.ratio if tensors else None
@@ -231,8 +264,14 @@ def worker(args: argparse.Namespace) -> int:
 
     torch.set_num_threads(1)
     data = load_digits_split()
-    opts = P4ReduceOptions(url=args.url, program="sparse", slots=args.slots)
-    dist.init_process_group("p4reduce", timeout=timedelta(seconds=120), pg_options=opts)
+    if args.backend == "gloo":
+        dist.init_process_group("gloo", timeout=timedelta(seconds=120))
+    else:
+        testbed = {"job_id": args.job_id, "bind_ip": args.bind_ip, "mac": args.mac,
+                   "switch_port": args.switch_port}  # fmt: skip
+        opts = P4ReduceOptions(url=args.url, program="sparse", slots=args.slots,
+                               **{k: v for k, v in testbed.items() if v is not None})  # fmt: skip
+        dist.init_process_group("p4reduce", timeout=timedelta(seconds=120), pg_options=opts)
     try:
         for scheme in args.compress:
             res = run_scheme(scheme, args, data)

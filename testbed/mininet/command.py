@@ -49,7 +49,7 @@ BMV2_SLOTS = 4
 BMV2_RETX_MS = 1000
 
 PROG = "p4reduce testbed"
-CHOICES = (*EXPERIMENTS, "training", "tenants", "standard")
+CHOICES = (*EXPERIMENTS, "training", "accuracy", "tenants", "standard")
 
 
 class TestbedError(Exception):
@@ -110,7 +110,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--experiment", "-e", choices=CHOICES, default="single", metavar="NAME",
         help="single: one point from the options (default); scaling, sparsity, loss, "
-        "tenants, training; standard: all five (as `make testbed`)",
+        "tenants, training, accuracy (time to accuracy of the compressed schemes); standard: "
+        "all six (as `make testbed`)",
     )  # fmt: skip
     p.add_argument(
         "--workers", "-n", type=_number_list(int, 1, 32, "worker count"), metavar="N[,N...]",
@@ -183,6 +184,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--steps", type=_number(int, 1, 10000, "step count"), default=15, metavar="T",
         help="training: SGD steps per run (default 15; the first 5, or fewer, are warm-up)",
     )  # fmt: skip
+    p.add_argument(
+        "--epochs", type=_number(int, 1, 1000, "epoch count"), default=5, metavar="E",
+        help="accuracy: epochs per scheme (default 5)",
+    )  # fmt: skip
     p.add_argument("--no-gloo", action="store_true", help="skip the gloo baseline")
     p.add_argument(
         "--timeout", type=_number(float, 1, 86400, "timeout"), default=300.0, metavar="S",
@@ -202,7 +207,7 @@ def options_of(args: argparse.Namespace) -> Options:
         workers=args.workers, bws=args.bw, delay_ms=args.delay or None, loss=args.loss,
         elements=args.elements, density=args.density, mode=args.mode, dtype=args.dtype,
         repeat=args.repeat, gloo=not args.no_gloo, retx_ms=args.retx_ms, timeout=args.timeout,
-        ks=args.k, steps=args.steps, slots=args.slots,
+        ks=args.k, steps=args.steps, epochs=args.epochs, slots=args.slots,
     )  # fmt: skip
 
 
@@ -224,6 +229,10 @@ def run_experiment(
         from .training import run_training
 
         return run_training(opts, switch, args.out, say, quiet=args.json)
+    if name == "accuracy":
+        from .accuracy import run_accuracy
+
+        return run_accuracy(opts, switch, args.out, say, quiet=args.json)
     if name == "tenants":
         from .tenants import run_tenants
 

@@ -45,6 +45,7 @@ class Options:
     retx_ms: int | None = None
     timeout: float = 300.0
     steps: int = 15  # training
+    epochs: int = 5  # accuracy (time to accuracy)
 
     @property
     def bw(self) -> float | None:
@@ -522,5 +523,5 @@ EXPERIMENTS: dict[str, Experiment] = {
         ),
     )  # fmt: skip
 }
-STANDARD = ("scaling", "sparsity", "loss", "tenants", "training")
+STANDARD = ("scaling", "sparsity", "loss", "tenants", "training", "accuracy")
 """What ``--experiment standard`` (``make testbed``) runs, in this order."""
