@@ -536,7 +536,16 @@ def cmd_job(args: argparse.Namespace, ctl: Controller) -> None:
 
 def cmd_stats(args: argparse.Namespace, ctl: Controller) -> None:
     items = ctl.stats(args.job)
-    _emit(args, {"jobs": [s.to_dict() for s in items]}, render.stats(items))
+    data: dict[str, Any] = {"jobs": [s.to_dict() for s in items]}
+    human = render.stats(items)
+    ports = ctl.port_map()  # p4reduce-switch's UDP adapter: datagrams no port stands for
+    if ports is not None and ports.listen is not None:
+        data["udp_adapter"] = {"listen": ports.listen, "unknown_sender": ports.unknown_sender}
+        human += (
+            f"\nUDP adapter {ports.listen}: {ports.unknown_sender} datagram(s) dropped from "
+            f"unknown senders (no -i N@udp:HOST:PORT names them)"
+        )
+    _emit(args, data, human)
 
 
 def cmd_slots(args: argparse.Namespace, ctl: Controller) -> None:
