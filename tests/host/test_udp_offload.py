@@ -6,83 +6,26 @@ and in the offload path the driver did send segmented messages and had GRO on.""
 
 from __future__ import annotations
 
-import selectors
+import os
 import socket
-import struct
+import subprocess
 import sys
-import threading
+import sysconfig
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from offload_reflector import OffloadReflector
 from p4reduce.host import UdpTransport, run_call
 from p4reduce.host.protocol import Done, RetryPolicy, Session
 from p4reduce.host.protocol.native import available
+from p4reduce.switch.native.build import compiler
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "host_e2e"))
-from reflector import answer  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(not available(), reason="native core not built")
-
-SOL_UDP, UDP_SEGMENT, UDP_GRO = 17, 103, 104
-
-
-class OffloadReflector:
-    """Answers every datagram as a one-worker switch (reflector.answer), reading with UDP_GRO
-    and answering each batch of one length as one UDP_SEGMENT send. Records every datagram
-    it saw, how many arrived coalesced, and whether the driver's socket had GRO on."""
-
-    def __init__(self, driver_fd: int) -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
-        self.sock.setsockopt(SOL_UDP, UDP_GRO, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.setblocking(False)
-        self.address = self.sock.getsockname()
-        self.driver = socket.socket(fileno=driver_fd)  # detached below, never closed here
-        self.seen: list[bytes] = []
-        self.coalesced = 0  # super-datagrams read (the driver's segmented sends)
-        self.driver_gro: set[int] = set()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        sel = selectors.DefaultSelector()
-        sel.register(self.sock, selectors.EVENT_READ)
-        try:
-            while not self._stop.is_set():
-                if not sel.select(0.05):
-                    continue
-                while True:
-                    try:
-                        data, anc, _, peer = self.sock.recvmsg(65536, 64)
-                    except BlockingIOError:
-                        break
-                    self.driver_gro.add(self.driver.getsockopt(SOL_UDP, UDP_GRO))
-                    seg = len(data) or 1
-                    for level, kind, value in anc:
-                        if (level, kind) == (SOL_UDP, UDP_GRO):
-                            seg = struct.unpack("i", value)[0]
-                    parts = [data[i : i + seg] for i in range(0, len(data), seg)] or [b""]
-                    self.coalesced += len(parts) > 1
-                    self.seen.extend(parts)
-                    answers = [answer(p) for p in parts]
-                    if len(answers) > 1 and len({len(a) for a in answers}) == 1:
-                        gso = [(SOL_UDP, UDP_SEGMENT, struct.pack("H", len(answers[0])))]
-                        self.sock.sendmsg(answers, gso, 0, peer)
-                    else:
-                        for a in answers:
-                            self.sock.sendto(a, peer)
-        finally:
-            sel.close()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
-        self.driver.detach()
-        self.sock.close()
 
 
 @pytest.fixture
@@ -134,3 +77,62 @@ def test_the_setting_reads_and_sets(offload_setting: None) -> None:
     assert _engine_c.udp_offload() is False
     assert _engine_c.udp_offload(True) is False
     assert _engine_c.udp_offload(None) is True
+
+
+_ASAN_SCRIPT = textwrap.dedent(
+    """
+    import importlib.util, sys
+    spec = importlib.util.spec_from_file_location("p4reduce.host._engine_c", sys.argv[1])
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    sys.modules["p4reduce.host._engine_c"] = mod
+    import p4reduce.host
+    p4reduce.host._engine_c = mod
+    from p4reduce.host.protocol import native
+    native._C = mod
+    sys.path.insert(0, sys.argv[2])
+    import numpy as np
+    import test_udp_offload as t
+    x = (np.arange(60_001) % 977 - 400).astype(np.float32)
+    for threads in (1, 3):
+        for msg_type in (1, 2):
+            plain = t._run(x, False, threads, msg_type)
+            fast = t._run(x, True, threads, msg_type)
+            assert plain[0] == fast[0] == x.tobytes() and fast[2] > 0 and fast[3] == {1}
+    print("sanitized offload run ok")
+    """
+)
+
+
+@pytest.mark.timeout(600)
+def test_both_paths_under_address_and_undefined_behaviour_sanitizers(tmp_path: Path) -> None:
+    """The driver (segmented sends, super-datagrams split, one and several threads) built
+    with -fsanitize=address,undefined, against the GSO/GRO reflector."""
+    cc = compiler()
+    asan = None
+    if cc is not None:
+        out = subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True, text=True)
+        asan = out.stdout.strip() if os.path.isabs(out.stdout.strip()) else None
+    if asan is None or not os.path.exists(asan):
+        pytest.skip("no C compiler with libasan on this machine")
+    so = tmp_path / "_engine_c_asan.so"
+    sources = [str(p) for p in sorted((ROOT / "host" / "_engine").glob("*.c"))]
+    subprocess.run(
+        [cc, "-shared", "-fPIC", "-O1", "-g", "-ffp-contract=off", "-fno-strict-aliasing",
+         "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
+         "-fno-omit-frame-pointer", "-pthread", f"-I{sysconfig.get_paths()['include']}",
+         *sources, "-o", str(so)],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    env = os.environ | {
+        "LD_PRELOAD": asan,
+        "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",
+        "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
+        "PYTHONMALLOC": "malloc",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", _ASAN_SCRIPT, str(so), str(Path(__file__).parent)],
+        env=env, capture_output=True, text=True, timeout=500,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+    assert "sanitized offload run ok" in done.stdout
