@@ -122,7 +122,8 @@ def test_switch_restart_reinstalls_jobs_as_before(
             took = _until(lambda: svc.switch_epoch > epoch, 10, "reconciliation")
         except AssertionError:
             raise AssertionError(f"{ctl.warnings} primary={ctl.conn.primary}") from None
-        assert took < 5.0
+        assert took < 5.0  # the issue's bound, from the switch answering again
+        print(f"reconciled {took:.2f} s after the switch came back")
         with Controller(switch.addr, election_id=9, arbitrate=False).connect() as look:
             after = look.get_job(7)
             assert look.static_config().switch_ip == "10.0.0.254"
@@ -173,3 +174,31 @@ def test_cli_refuses_a_database_of_another_switch(
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1 and len(err) == 1
     assert err[0].startswith("p4reduce-ctl: error: state database") and "127.0.0.1:1" in err[0]
+
+
+def test_recovery_round_reports_completed_calls() -> None:
+    """The fewest and most calls the round's ranks completed (host/replay.py decides with
+    them); a rank that timed out of the round takes its count back."""
+    from p4reduce.controller.registry import Registry
+
+    reg = Registry()
+    for r in range(3):
+        reg.join(7, member(r), 3)
+    reg.installed(7, reg.get(7).job or _job(reg))
+    gen, done = reg.recover_arrive(7, 0, 100, done=5)
+    assert not done
+    reg.recover_arrive(7, 2, 90, done=9)
+    reg.recover_depart(7, 2, gen)  # gave up: its count goes too
+    reg.recover_arrive(7, 1, 100, done=6)
+    gen2, complete = reg.recover_arrive(7, 2, 101, done=6)
+    assert complete and gen2 == gen
+    reg.recovered(7, gen, None)
+    assert reg.recovery_outcome(7, gen) == 101
+    assert reg.get(7).recovery.done_range[gen] == (5, 6)
+
+
+def _job(reg: Any) -> Any:
+    from p4reduce.controller.jobs import Job
+
+    e = reg.get(7)
+    return Job(7, 1, e.n, 0, e.slot_count, [e.members[r] for r in sorted(e.members)])
