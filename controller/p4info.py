@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from p4reduce import bytestrings
+from p4reduce.p4info_index import P4InfoError, P4InfoIndex
 from p4reduce.proto import p4info_pb2, p4runtime_pb2
 
 from .errors import ControllerError, InvalidArgument
@@ -63,40 +64,44 @@ class Decoded:
 
 
 class Schema:
-    """Lookups over one P4Info. Objects are found by full name or by alias."""
+    """Lookups over one P4Info by name: objects are found by full name or by alias. Built on
+    ``p4reduce.p4info_index``, the index the switch's P4Runtime server uses."""
 
     def __init__(self, p4info: Any) -> None:
         self.p4info = p4info
+        try:
+            index = P4InfoIndex(p4info)  # the switch's index too: the same rules, one reader
+        except P4InfoError as err:
+            raise ControllerError(str(err)) from None
+        self.index = index
         self.tables: dict[str, Table] = {}
         self.tables_by_id: dict[int, Table] = {}
         self.actions: dict[str, Action] = {}
         self.actions_by_id: dict[int, Action] = {}
         self.registers: dict[str, Array] = {}
         self.counters: dict[str, Array] = {}
-        for t in p4info.tables:
-            fields = {f.name: (f.id, f.bitwidth, f.match_type) for f in t.match_fields}
-            tab = Table(t.preamble.name, t.preamble.id, fields, t.size)
-            self._index(self.tables, t.preamble, tab)
+        alias = index.aliases.get
+        for t in index.tables.values():
+            fields = {f.name: (f.id, f.bitwidth, f.match_type) for f in t.fields}
+            tab = Table(t.name, t.id, fields, t.size)
+            self._index(self.tables, tab.name, alias(t.id), tab)
             self.tables_by_id[tab.id] = tab
-        for a in p4info.actions:
-            act = Action(
-                a.preamble.name, a.preamble.id, {p.name: (p.id, p.bitwidth) for p in a.params}
-            )
-            self._index(self.actions, a.preamble, act)
+        for a in index.actions.values():
+            act = Action(a.name, a.id, {p.name: (p.id, p.bitwidth) for p in a.params})
+            self._index(self.actions, act.name, alias(a.id), act)
             self.actions_by_id[act.id] = act
-        for r in p4info.registers:
-            width = r.type_spec.bitstring.bit.bitwidth if r.type_spec.HasField("bitstring") else 0
-            self._index(
-                self.registers, r.preamble, Array(r.preamble.name, r.preamble.id, r.size, width)
-            )
-        for c in p4info.counters:
-            self._index(self.counters, c.preamble, Array(c.preamble.name, c.preamble.id, c.size))
+        for r in index.registers.values():
+            spec = r.type_spec
+            width = spec.bitstring.bit.bitwidth if spec.HasField("bitstring") else 0
+            self._index(self.registers, r.name, alias(r.id), Array(r.name, r.id, r.size, width))
+        for c in index.counters.values():
+            self._index(self.counters, c.name, alias(c.id), Array(c.name, c.id, c.size))
 
     @staticmethod
-    def _index(where: dict[str, Any], preamble: Any, obj: Any) -> None:
-        where[preamble.name] = obj
-        if preamble.alias and preamble.alias not in where:
-            where[preamble.alias] = obj
+    def _index(where: dict[str, Any], name: str, alias: str | None, obj: Any) -> None:
+        where[name] = obj
+        if alias and alias not in where:
+            where[alias] = obj
 
     @classmethod
     def from_text(cls, text: str) -> Schema:
