@@ -303,7 +303,7 @@ def render_tree(tree: dict[str, Any]) -> str:
     lines = [
         f"job {tree['job_id']}: {tree['n']} workers in {len(tree['racks'])} racks",
         f"spine {s['grpc_addr']}: job index {s['job_index']}, "
-        f"{jobs_mod.slot_text(s['slot_base'], s['slot_count'])}, group {s['mgid']}",
+        f"slots {jobs_mod.slot_text(s['slot_base'], s['slot_count'])}, group {s['mgid']}",
     ]
     by_rank = {m["rank"]: m for m in s["members"]}
     for r in tree["racks"]:
@@ -313,7 +313,7 @@ def render_tree(tree: dict[str, Any]) -> str:
             f"  rack {up['rank']}: ToR {r['grpc_addr']} ({me.get('ip', '?')}:"
             f"{me.get('udp_port', '?')}, spine port {me.get('switch_port', '?')}, uplink port "
             f"{up['port']}): job index {r['job_index']}, "
-            f"{jobs_mod.slot_text(r['slot_base'], r['slot_count'])}, group {r['mgid']}"
+            f"slots {jobs_mod.slot_text(r['slot_base'], r['slot_count'])}, group {r['mgid']}"
         )
         for m in r["members"]:
             lines.append(
