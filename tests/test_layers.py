@@ -24,6 +24,10 @@ FORBIDDEN = {
     "p4reduce.stack": ("p4reduce.host", "p4reduce.testbed"),
     "p4reduce.contracts": ("p4reduce.",),
 }
+# the shared base modules (p4reduce/*.py: netaddr, bytestrings, p4info_index, grpc_tls, ...)
+# sit under every layer: they import none of the layers above them
+LAYERS = ("p4reduce.switch", "p4reduce.controller", "p4reduce.host", "p4reduce.testbed")
+BASE_BANNED = (*LAYERS, "p4reduce.stack")
 # host reaches the controller only through the registration service's HTTP API: its client
 # and the job-secret helpers are that contract; everything else of the controller is internal
 HOST_MAY_IMPORT = ("p4reduce.controller.client", "p4reduce.controller.credentials")
@@ -67,6 +71,10 @@ def violations(root: Path = ROOT) -> list[str]:
             if "proto" in path.relative_to(root).parts:
                 continue  # generated protobuf modules
             name = module_name(path, root)
+            if name.count(".") == 1 and path.parent == root / "p4reduce":
+                for line, mod in imports(path, root):
+                    if any(mod == b or mod.startswith(b + ".") for b in BASE_BANNED):
+                        bad.append(f"{path.relative_to(root)}:{line}: {name} imports {mod}")
             for owner, banned in FORBIDDEN.items():
                 if not (name == owner or name.startswith(owner + ".")):
                     continue
@@ -98,12 +106,15 @@ def test_the_check_sees_a_wrong_arrow(tmp_path: Path) -> None:
         "from ..controller import jobs\nfrom ..controller.client import RegistrationClient\n"
     )
     (tmp_path / "switch" / "bad.py").write_text("from ..host import wire\n")
+    (tmp_path / "p4reduce" / "base.py").write_text("from .controller import jobs\n")
     got = violations(tmp_path)
     assert got == [
         "host/bad.py:1: p4reduce.host imports p4reduce.testbed.local",
         "host/bad.py:1: p4reduce.host imports p4reduce.testbed.local.LocalStack",
         "host/bad.py:2: p4reduce.host imports p4reduce.testbed.check",
         "host/bad.py:3: p4reduce.host imports p4reduce.controller.jobs",
+        "p4reduce/base.py:1: p4reduce.base imports p4reduce.controller",
+        "p4reduce/base.py:1: p4reduce.base imports p4reduce.controller.jobs",
         "switch/bad.py:1: p4reduce.switch imports p4reduce.host",
         "switch/bad.py:1: p4reduce.switch imports p4reduce.host.wire",
     ]
