@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import socket
 import subprocess
@@ -30,10 +31,14 @@ from p4reduce.host.api import AllreduceSession
 from p4reduce.stack.agg_ports import lease_agg_port
 
 ROOT = Path(__file__).resolve().parents[2]
-SPINE_IP, TOR_IPS = "127.0.39.1", ("127.0.39.2", "127.0.39.3")
-SPINE_MAC, TOR_MACS = "02:00:00:00:39:01", ("02:00:00:00:39:02", "02:00:00:00:39:03")
-UPLINK = 9  # each ToR's port towards the spine
-RACKS, PER_RACK, JOB = 2, 2, 39
+SPINE_IP, SPINE_MAC = "127.0.39.1", "02:00:00:00:39:01"
+TOR_IPS = [f"127.0.39.{r + 2}" for r in range(8)]
+TOR_MACS = [f"02:00:00:00:39:{r + 2:02x}" for r in range(8)]
+UPLINK = 40  # each ToR's port towards the spine
+JOB = 39
+# racks x workers per rack: 2 x 2 by default; P4REDUCE_TREE_FULL=1 adds the 2 x 4
+# and 4 x 2 (about 20 s more)
+SHAPES = [(2, 2)] + ([(2, 4), (4, 2)] if os.environ.get("P4REDUCE_TREE_FULL") == "1" else [])
 START_TIMEOUT = 240.0  # a cold native-engine compile on a loaded machine
 
 
@@ -72,8 +77,11 @@ def _switch(tmp: Path, name: str, prog: Path, listen: str, peers: dict[int, tupl
             proc.wait()
 
 
-@pytest.fixture(scope="module")
-def tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+@pytest.fixture(scope="module", params=SHAPES, ids=[f"{r}x{w}" for r, w in SHAPES])
+def tree(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[dict]:
+    RACKS, PER_RACK = request.param  # noqa: N806 - the shape, constant for this fixture
     tmp = tmp_path_factory.mktemp("tree")
     with lease_agg_port() as lease, contextlib.ExitStack() as stack:
         port = lease.port
@@ -107,7 +115,7 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
         tors = [stack.enter_context(Controller(g)) for g in tor_grpc]
         for ctl, ip, mac in [
             (spine, SPINE_IP, SPINE_MAC),
-            *zip(tors, TOR_IPS, TOR_MACS, strict=True),
+            *zip(tors, TOR_IPS[:RACKS], TOR_MACS[:RACKS], strict=True),
         ]:
             ctl.push(build / "sparse")
             ctl.install_static(StaticConfig(ip, mac))
@@ -120,7 +128,7 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
         ]  # fmt: skip
         job = create_tree(spine, Parent(SPINE_IP, SPINE_MAC, port), racks, JOB, slot_count=8)
         t = {"spine": spine, "tors": tors, "job": job, "socks": socks, "port": port,
-             "racks": racks, "build": build}  # fmt: skip
+             "racks": racks, "n": RACKS * PER_RACK, "per_rack": PER_RACK}  # fmt: skip
         # the workers: unchanged host sessions, each told its ToR's address and the total n
         t["sessions"] = [
             stack.enter_context(contextlib.closing(
@@ -133,10 +141,10 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
 
 
 def _assignment(t: dict, rank: int) -> Assignment:
-    rack = rank // PER_RACK
+    rack = rank // t["per_rack"]
     tor_job = t["job"].tors[rack]
     return Assignment(
-        job_id=JOB, job_index=tor_job.job_index, rank=rank, n=RACKS * PER_RACK,
+        job_id=JOB, job_index=tor_job.job_index, rank=rank, n=t["n"],
         slot_base=tor_job.slot_base, slot_count=tor_job.slot_count, k=64, program="sparse",
         switch_ip=TOR_IPS[rack], switch_mac=TOR_MACS[rack], agg_port=t["port"],
         mgid=tor_job.mgid, job_key=t["job"].key, timeouts=Timeouts(20, 200, 200),
@@ -177,12 +185,12 @@ def _float_bound(inputs: list[np.ndarray]) -> float:
 
 
 @pytest.mark.parametrize("loss", [0.0, 0.03], ids=["no-loss", "loss-3pct"])
-def test_two_racks_of_two(tree: dict, loss: float) -> None:
+def test_racks_of_workers(tree: dict, loss: float) -> None:
     for ctl in [tree["spine"], *tree["tors"]]:
         ctl.set_loss(loss, direction="both")
     try:
         rnd = np.random.default_rng(39 + int(loss * 100))
-        n = RACKS * PER_RACK
+        n = tree["n"]
         ints = [
             rnd.integers(-(2**31), 2**31, size=1000, dtype=np.int64).astype(np.int32)
             for _ in range(n)
@@ -223,16 +231,18 @@ def test_two_racks_of_two(tree: dict, loss: float) -> None:
 
 def test_show_tree(tree: dict) -> None:
     got = show_tree(tree["spine"], tree["tors"], JOB)
-    assert got["n"] == RACKS * PER_RACK
-    assert [m["ip"] for m in got["spine"]["members"]] == list(TOR_IPS)
-    assert [r["uplink"]["rank"] for r in got["racks"]] == [0, 1]
+    n, w, racks = tree["n"], tree["per_rack"], len(tree["tors"])
+    assert got["n"] == n
+    assert [m["ip"] for m in got["spine"]["members"]] == TOR_IPS[:racks]
+    assert [r["uplink"]["rank"] for r in got["racks"]] == list(range(racks))
     assert all(
         r["uplink"]["port"] == UPLINK and r["uplink"]["ip"] == SPINE_IP for r in got["racks"]
     )
     assert all(r["parent"] == {"ip": SPINE_IP, "udp_port": tree["port"]} for r in got["racks"])
-    assert [[m["rank"] for m in r["members"]] for r in got["racks"]] == [[0, 1], [2, 3]]
+    ranks = [[m["rank"] for m in r["members"]] for r in got["racks"]]
+    assert ranks == [list(range(r * w, (r + 1) * w)) for r in range(racks)]
     text = render_tree(got)
-    assert f"job {JOB}: 4 workers in 2 racks" in text and "rank 3:" in text
+    assert f"job {JOB}: {n} workers in {racks} racks" in text and f"rank {n - 1}:" in text
 
 
 def _ctl(capsys: pytest.CaptureFixture[str], t: dict, *args: str) -> tuple[int, str, str]:
@@ -264,16 +274,17 @@ def test_ctl_tree_create_show_delete(
     rc, out, err = _ctl(capsys, tree, "--json", "tree", "create", "--file", str(path))
     assert rc == 0, err
     created = json.loads(out)
-    assert created["job_id"] == 40 and created["n"] == 4 and 0 <= created["job_key"] < 2**32
+    n, racks_n = tree["n"], len(racks)
+    assert created["job_id"] == 40 and created["n"] == n and 0 <= created["job_key"] < 2**32
     tors = [a for r in racks for a in ("--tor", r.ctl.conn.addr)]
     rc, out, err = _ctl(capsys, tree, "tree", "show", "--job", "40", *tors)
     assert rc == 0, err
-    assert out.startswith("job 40: 4 workers in 2 racks\nspine ")
-    assert out.count("  rack ") == 2 and out.count("    rank ") == 4
+    assert out.startswith(f"job 40: {n} workers in {racks_n} racks\nspine ")
+    assert out.count("  rack ") == racks_n and out.count("    rank ") == n
     # job 39 is untouched: its own index and slots on every switch
-    assert show_tree(tree["spine"], tree["tors"], JOB)["n"] == 4
+    assert show_tree(tree["spine"], tree["tors"], JOB)["n"] == n
     rc, out, err = _ctl(capsys, tree, "tree", "delete", "--job", "40", *tors)
-    assert rc == 0 and "job 40 deleted" in out, err
+    assert rc == 0 and f"job 40 deleted from the spine and {racks_n} ToRs" in out, err
     rc, out, err = _ctl(capsys, tree, "tree", "show", "--job", "40", *tors)
     assert rc == 1 and err.startswith("p4reduce-ctl: error: ") and err.count("\n") == 1, err
     # a bad description: one line, exit 1
@@ -289,4 +300,4 @@ def test_ctl_tree_create_show_delete(
         )
     )
     rc, out, err = _ctl(capsys, tree, "tree", "create", "--file", str(path))
-    assert rc == 1 and "ranks must be 0..1, each once" in err, err
+    assert rc == 1 and "ranks must be 0..1, each once" in err and err.count("\n") == 1, err
