@@ -152,7 +152,10 @@ class RegistrationClient:
         switch_port: int,
         slots: int | None = None,
         timeout: float | None = None,
+        rejoin: bool = False,
     ) -> Assignment:
+        """``rejoin``: this worker was restarted with all the others of a running job
+        (torchrun --max-restarts): the job is re-formed once every rank joined again."""
         wait = self.timeout if timeout is None else timeout
         body: dict[str, Any] = {
             "rank": rank,
@@ -165,6 +168,8 @@ class RegistrationClient:
         }
         if slots is not None:
             body["slots"] = slots
+        if rejoin:
+            body["rejoin"] = True
         deadline = time.monotonic() + wait
         restarting = False
         while True:

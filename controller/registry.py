@@ -43,6 +43,18 @@ class Recovery:
 
 
 @dataclass
+class Reform:
+    """Re-forming a running job whose workers were all restarted (torchrun --max-restarts):
+    each rank joins again (``rejoin``, with its new address); when all n did, the job is
+    installed anew for the new members and every rank gets the new assignment."""
+
+    generation: int = 0
+    members: dict[int, Member] = field(default_factory=dict)
+    forming: bool = False  # the last arrival is re-installing the job
+    outcome: dict[int, ControllerError | None] = field(default_factory=dict)  # gen -> error
+
+
+@dataclass
 class Entry:
     """One job as the registry sees it."""
 
@@ -56,6 +68,7 @@ class Entry:
     left: set[int] = field(default_factory=set)
     barriers: dict[str, Barrier] = field(default_factory=dict)
     recovery: Recovery = field(default_factory=Recovery)
+    reform: Reform = field(default_factory=Reform)
     # of the job's secret (credentials.verifier); None: operator only (an adopted job
     # created without a secret)
     verifier: bytes | None = field(default=None, repr=False)
@@ -229,6 +242,71 @@ class Registry:
         )
         self.entries[job_id] = entry
         return entry
+
+    # ------------------------------------------------------------------ re-forming
+    def rejoin(self, job_id: int, member: Member, n: Any) -> tuple[int, bool]:
+        """Rank joins its running job again after a restart of every worker: (generation,
+        True when it completed the round, so the caller re-installs the job for the new
+        members and calls ``reformed``)."""
+        entry = self.get(job_id)
+        n = addr.number(n, "worker count n", 1, program.MAX_WORKERS)
+        if entry.state != READY:
+            raise Conflict(
+                f"job {job_id} is {entry.state}: join it (a rejoin re-forms a ready job)"
+            )
+        if n != entry.n:
+            raise Conflict(f"job {job_id} has n = {entry.n}, not {n}")
+        if not 0 <= member.rank < n:
+            raise InvalidArgument(f"rank {member.rank} is outside 0..{n - 1} (n = {n})")
+        rf = entry.reform
+        if member.rank in rf.members:
+            raise Conflict(f"rank {member.rank} is already joining job {job_id} again")
+        for other in rf.members.values():
+            if (other.ip, other.udp_port) == (member.ip, member.udp_port):
+                raise Conflict(
+                    f"rank {other.rank} of job {job_id} already sends from "
+                    f"{member.ip}:{member.udp_port}"
+                )
+        rf.members[member.rank] = member
+        if len(rf.members) == entry.n and not rf.forming:
+            rf.forming = True
+            return rf.generation, True
+        return rf.generation, False
+
+    def reformed(
+        self, job_id: int, generation: int, job: Job | None, error: ControllerError | None
+    ) -> None:
+        """The re-install of round ``generation`` is done (``job``, the job as installed for
+        the new members) or failed (``error``, the old job is gone)."""
+        entry = self.entries.get(job_id)
+        if entry is None:
+            return
+        rf = entry.reform
+        rf.outcome = {generation: error}
+        if job is not None:
+            entry.job, entry.members = job, dict(rf.members)
+            entry.left.clear()
+            entry.barriers.clear()
+            entry.recovery = Recovery()
+            entry.rejoinable.clear()
+        rf.generation, rf.forming = generation + 1, False
+        rf.members.clear()
+
+    def reform_outcome(self, job_id: int, generation: int) -> ControllerError | bool | None:
+        """True when round ``generation`` re-formed the job, its error, or None while on."""
+        entry = self.entries.get(job_id)
+        if entry is None:
+            return Conflict(f"job {job_id} is gone")
+        if generation not in entry.reform.outcome:
+            return None
+        return entry.reform.outcome[generation] or True
+
+    def reform_depart(self, job_id: int, rank: int, generation: int) -> None:
+        """A rejoin wait that gave up: the rank no longer counts."""
+        entry = self.entries.get(job_id)
+        if entry is not None and entry.reform.generation == generation:
+            if not entry.reform.forming:
+                entry.reform.members.pop(rank, None)
 
     # ------------------------------------------------------------------ barriers
     def _ready(self, job_id: int, rank: Any) -> tuple[Entry, int]:

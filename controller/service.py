@@ -115,6 +115,8 @@ class RegistrationService:
         self.pipeline: StoredPipeline | None = None  # the pipeline the jobs run on
         self.static: StaticConfig | None = None
         self.switch_epoch = 0  # reconciliations done (waiters of a lost switch watch it)
+        # (job, generation) -> why re-forming the job failed, for every rank that waited
+        self._reform_errors: dict[tuple[int, int], ControllerError] = {}
         self.host, self.port = host, port
         self.switch_ip, self.switch_mac = switch_ip, switch_mac
         self.agg_port = agg_port
@@ -387,6 +389,12 @@ class RegistrationService:
         member = Member.from_dict(body)
         self.controller.check_ports([member])  # at once, not when the last rank arrives
         timeout = self._timeout(body, self.join_timeout)
+        if body.get("rejoin") is True:
+            with self.cond:
+                entry = self.registry.entries.get(int(job_id))
+                running = entry is not None and entry.state == READY
+            if running:
+                return self._rejoin(int(job_id), member, n, timeout, cred)
         for _ in range(3):  # again when the job appeared or changed during the check
             checked, verifier = self._authorize_join(job_id, cred)
             with self.cond:
@@ -443,6 +451,66 @@ class RegistrationService:
                 raise err
             assert entry.job is not None
             return self.assignment(entry.job, member.rank)
+
+    def _rejoin(
+        self, job_id: int, member: Member, n: Any, timeout: float, cred: str | None
+    ) -> dict[str, Any]:
+        """A join of a running job by a restarted worker (``"rejoin": true``): once every
+        rank joined again, the job is installed anew for the new members (a new key, its
+        slots cleared) and each gets its assignment (docs/failures.md)."""
+        checked = self._authorize(job_id, cred)
+        with self.cond:
+            self._confirm(job_id, checked)
+            gen, complete = self.registry.rejoin(job_id, member, n)
+            entry = self.registry.get(job_id)
+        if complete:
+            job, error = None, None
+            try:
+                members = [entry.reform.members[r] for r in sorted(entry.reform.members)]
+                try:
+                    self.controller.delete_job(job_id)
+                except NotFound:
+                    pass  # the switch lost it meanwhile
+                job = self.controller.plan_job(
+                    job_id, members, entry.slot_count, entry.n, entry.verifier
+                )
+                with self.cond:
+                    if self.store is not None:
+                        self.store.save_job(
+                            job_id, READY, entry.n, entry.slot_count, entry.verifier,
+                            members, set(), job,
+                        )  # fmt: skip
+                self.controller.restore_job(job)
+                self.installs += 1
+            except ControllerError as err:
+                job, error = None, err
+            with self.cond:
+                self.registry.reformed(job_id, gen, job, error)
+                if error is not None:  # the old job is gone: its id is free again
+                    self._reform_errors[(job_id, gen)] = error
+                    self.registry.install_failed(job_id, error)
+                self._persist(job_id)
+                self.cond.notify_all()
+
+        def done() -> bool:
+            return self.registry.reform_outcome(job_id, gen) is not None
+
+        with self.cond:
+            if not self._wait(done, timeout):
+                e = self.registry.entries.get(job_id)
+                missing = sorted(set(range(e.n)) - set(e.reform.members)) if e else []
+                self.registry.reform_depart(job_id, member.rank, gen)
+                raise Timeout(
+                    f"job {job_id} is running: rank {member.rank} joined it again and waited "
+                    f"{timeout:g} s for ranks {', '.join(map(str, missing))} to join again "
+                    "(a restart of every worker re-forms the job)"
+                )
+            outcome = self.registry.reform_outcome(job_id, gen)
+            if isinstance(outcome, ControllerError):
+                raise self._reform_errors.get((job_id, gen), outcome)
+            e = self.registry.get(job_id)
+            assert e.job is not None
+            return self.assignment(e.job, member.rank)
 
     def assignment(self, job: Job, rank: int) -> dict[str, Any]:
         return {

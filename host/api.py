@@ -300,6 +300,7 @@ class AllreduceSession:
         nonfinite: str = "propagate",
         threads: int = 1,
         transparent_retry: bool = True,
+        rejoin: bool = False,
     ) -> AllreduceSession:
         """Join job ``job_id`` at the registration service ``url`` as ``rank`` of ``n``.
 
@@ -312,7 +313,9 @@ class AllreduceSession:
         free port) and its address registered; blocks until all ``n`` ranks joined (at
         most ``timeout`` seconds). ``switch_port`` defaults to ``rank + 1`` (the switch
         port the worker's peer is on), ``mac`` to one made from the socket's address
-        (ignored on loopback; pass the interface's MAC on a real network). Raises
+        (ignored on loopback; pass the interface's MAC on a real network). ``rejoin``:
+        every worker of the running job was restarted (torchrun --max-restarts): once all
+        joined again, the job is re-formed for their new addresses (docs/failures.md). Raises
         ``RegistrationError`` when the service refuses or cannot be reached."""
         own = sock is None
         if sock is None:
@@ -345,6 +348,7 @@ class AllreduceSession:
                 switch_port=rank + 1 if switch_port is None else switch_port,
                 slots=slots,
                 timeout=timeout,
+                rejoin=rejoin,
             )
             return cls(
                 a,

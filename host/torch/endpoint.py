@@ -150,6 +150,8 @@ def connect(rdv: Rendezvous, options: P4ReduceOptions, job_id: int, what: str) -
                 threads=options.threads,
                 secret=secret,
                 tls=options.tls,
+                # torchrun --max-restarts started every worker again: re-form the job
+                rejoin=int(os.environ.get("TORCHELASTIC_RESTART_COUNT") or 0) > 0,
             )
         except RegistrationError as err:
             raise _join_error(rdv, options, what, job_id, url, err) from err

@@ -12,7 +12,12 @@ from typing import Any
 
 import pytest
 from ctl_helpers import Switch, member
-from p4reduce.controller import Controller, RegistrationClient, RegistrationService
+from p4reduce.controller import (
+    Controller,
+    RegistrationClient,
+    RegistrationError,
+    RegistrationService,
+)
 from p4reduce.controller.cli import main as ctl_main
 from p4reduce.controller.jobs import read_jobs
 from p4reduce.controller.state import StateError, StateStore
@@ -202,3 +207,32 @@ def _job(reg: Any) -> Any:
 
     e = reg.get(7)
     return Job(7, 1, e.n, 0, e.slot_count, [e.members[r] for r in sorted(e.members)])
+
+
+def test_every_worker_restarted_rejoins_and_the_job_is_re_formed(ctl: Controller) -> None:
+    """torchrun --max-restarts restarts every worker, on new ports: each joins again with
+    rejoin; once all did, the job is installed anew for the new addresses. A lone rejoin
+    waits for the others and says so."""
+    svc = RegistrationService(ctl, port=0, default_slots=16)
+    svc.start()
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            old = list(pool.map(lambda r: _join(svc.url, 7, r, 2), range(2)))
+        c = RegistrationClient(svc.url, timeout=20, secret=SECRET)
+
+        def rejoin(rank: int, timeout: float = 20) -> Any:
+            m = member(rank, udp_base=6000)
+            return c.join(7, rank, 2, m.ip, m.udp_port, m.mac, m.switch_port, timeout=timeout,
+                          rejoin=True)  # fmt: skip
+
+        with pytest.raises(RegistrationError, match="waited 1 s for ranks 1 to join again"):
+            rejoin(0, timeout=1)
+        with ThreadPoolExecutor(2) as pool:
+            new = list(pool.map(rejoin, range(2)))
+        assert [m["udp_port"] for m in new[0].members] == [6000, 6001]
+        assert new[0].job_key == new[1].job_key != old[0].job_key
+        on_switch = ctl.refresh().get(7)
+        assert [m.udp_port for m in on_switch.members] == [6000, 6001]
+        assert on_switch.key == new[0].job_key
+    finally:
+        svc.stop()
