@@ -58,6 +58,7 @@ from .local import (
     find_p4src,
     last_line,
     last_line_of,
+    run_ctl,
     stop_signals_held,
     terminate,
 )
@@ -436,14 +437,9 @@ class Bmv2Stack(Stack):
 
     def ctl(self, *args: str, election_id: int | None = None) -> dict[str, Any]:
         """A one-shot ``p4reduce-ctl --json`` command in the switch namespace; its answer."""
-        cmd = [*self.enter_switch(), command("p4reduce-ctl"), "--grpc-addr", GRPC_ADDR, "--json"]
-        if election_id is not None:
-            cmd += ["--election-id", str(election_id)]
-        done = subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=120)
-        if done.returncode != 0:
-            msg = last_line_of(done.stderr) or f"exit status {done.returncode}"
-            raise StackError(f"p4reduce-ctl {args[0]} failed: {msg}")
-        return json.loads(done.stdout) if done.stdout.strip() else {}
+        return run_ctl(
+            GRPC_ADDR, *args, election_id=election_id, timeout=120, prefix=self.enter_switch()
+        )
 
     def _start_serve(self) -> None:
         t0 = time.perf_counter()

@@ -39,6 +39,7 @@ from ..stack.process import (
     find_p4src,
     last_line,
     last_line_of,
+    run_ctl,
     stop_signals_held,
     terminate,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "last_line",
     "last_line_of",
     "lease_agg_port",
+    "run_ctl",
     "stop_signals_held",
     "terminate",
 ]

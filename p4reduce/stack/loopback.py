@@ -47,7 +47,7 @@ from .process import (
     command,
     die_with_parent_preexec,
     find_p4src,
-    last_line_of,
+    run_ctl,
     stop_signals_held,
     terminate,
 )
@@ -322,14 +322,7 @@ class LoopbackStack(Stack):
 
     def ctl(self, *args: str, election_id: int | None = None) -> dict[str, Any]:
         """Run a one-shot ``p4reduce-ctl --json`` command; its JSON answer."""
-        cmd = [command("p4reduce-ctl"), "--grpc-addr", self.grpc_addr, "--json"]
-        if election_id is not None:
-            cmd += ["--election-id", str(election_id)]
-        done = subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=60)
-        if done.returncode != 0:
-            msg = last_line_of(done.stderr) or f"exit status {done.returncode}"
-            raise StackError(f"p4reduce-ctl {args[0]} failed: {msg}")
-        return json.loads(done.stdout) if done.stdout.strip() else {}
+        return run_ctl(self.grpc_addr, *args, election_id=election_id)
 
     def _configure(self) -> None:
         t0 = time.perf_counter()

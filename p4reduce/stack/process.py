@@ -8,6 +8,7 @@ import abc
 import concurrent.futures
 import contextlib
 import ctypes
+import json
 import os
 import queue
 import shutil
@@ -216,6 +217,26 @@ class Stack(abc.ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def run_ctl(
+    grpc_addr: str,
+    *args: str,
+    election_id: int | None = None,
+    timeout: float = 60.0,
+    prefix: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Run a one-shot ``p4reduce-ctl --json`` command against ``grpc_addr`` (``prefix``: a
+    command to run it under, such as entering a network namespace); its JSON answer, or
+    StackError with the command's one-line error."""
+    cmd = [*prefix, command("p4reduce-ctl"), "--grpc-addr", grpc_addr, "--json"]
+    if election_id is not None:
+        cmd += ["--election-id", str(election_id)]
+    done = subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0:
+        msg = last_line_of(done.stderr) or f"exit status {done.returncode}"
+        raise StackError(f"p4reduce-ctl {args[0]} failed: {msg}")
+    return json.loads(done.stdout) if done.stdout.strip() else {}
 
 
 def last_line_of(text: str) -> str:

@@ -51,6 +51,7 @@ from ..local import (
     die_with_parent_preexec,
     failed,
     last_line,
+    run_ctl,
     stop_signals_held,
     terminate,
 )
@@ -312,14 +313,7 @@ class MininetStack(Stack):
 
     def ctl(self, *args: str, election_id: int | None = None) -> dict[str, Any]:
         """A one-shot ``p4reduce-ctl --json`` command; its JSON answer."""
-        cmd = [command("p4reduce-ctl"), "--grpc-addr", self.grpc_addr, "--json"]
-        if election_id is not None:
-            cmd += ["--election-id", str(election_id)]
-        done = subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=120)
-        if done.returncode != 0:
-            msg = last_line_of(done.stderr) or f"exit status {done.returncode}"
-            raise StackError(f"p4reduce-ctl {args[0]} failed: {msg}")
-        return json.loads(done.stdout) if done.stdout.strip() else {}
+        return run_ctl(self.grpc_addr, *args, election_id=election_id, timeout=120)
 
     def _configure(self, prefix: Path) -> None:
         hosts = [f"--host={h.switch_port}:{h.mac}" for h in self.hosts]
