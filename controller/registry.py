@@ -165,7 +165,12 @@ class Registry:
             return JoinOutcome(entry, False)
         if entry.state != JOINING:
             if member.rank in entry.members:
-                raise Conflict(f"rank {member.rank} already joined job {jid}")
+                raise Conflict(
+                    f"rank {member.rank} already joined job {jid}, which is {entry.state} and "
+                    f"takes no joins (a job made by 'p4reduce-ctl job create' counts as fully "
+                    f"joined): delete it first ('p4reduce-ctl job delete --job {jid}') or join "
+                    f"another job id"
+                )
             raise Conflict(f"job {jid} is {entry.state}, not taking joins")
         if n != entry.n:
             raise Conflict(f"job {jid} has n = {entry.n}, not {n}")

@@ -12,7 +12,13 @@ from typing import Any
 
 import pytest
 from ctl_helpers import Switch, member, members
-from p4reduce.controller import Controller, InvalidArgument, RegistrationClient, RegistrationService
+from p4reduce.controller import (
+    Controller,
+    InvalidArgument,
+    RegistrationClient,
+    RegistrationService,
+    credentials,
+)
 from p4reduce.controller.cli import main
 from p4reduce.controller.client import RegistrationError
 from p4reduce.controller.service import Timeouts
@@ -158,3 +164,19 @@ def test_unknown_senders_are_logged_at_a_rate_limit(caplog: pytest.LogCaptureFix
     assert len(lines) == 2
     assert "dropped 3 datagram(s) from senders no -i N@udp:HOST:PORT names (3 in all)" in lines[0]
     assert "dropped 2 datagram(s)" in lines[1] and "(5 in all)" in lines[1]
+
+
+def test_a_join_to_a_job_made_by_job_create_says_what_to_do(ctl: Controller) -> None:
+    # as p4reduce-ctl job create makes it (with a secret); a service started later adopts it
+    ctl.create_job(8, members(2), slot_count=8, verifier=credentials.verifier(SECRET))
+    with RegistrationService(ctl, port=0) as svc:
+        c = RegistrationClient(svc.url, timeout=10.0, secret=SECRET)
+        m = member(0)
+        with pytest.raises(RegistrationError) as err:
+            c.join(8, 0, 2, m.ip, m.udp_port, m.mac, m.switch_port, timeout=5)
+    assert str(err.value).endswith(
+        "rank 0 already joined job 8, which is ready and takes no joins (a job made by "
+        "'p4reduce-ctl job create' counts as fully joined): delete it first ('p4reduce-ctl "
+        "job delete --job 8') or join another job id"
+    )
+    assert err.value.status == 409
