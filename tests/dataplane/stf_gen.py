@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -598,23 +599,30 @@ def all_stfs() -> list[Stf]:
     ]
 
 
-def files() -> dict[Path, str]:
+def files(stfs: list[Stf] | None = None) -> dict[Path, str]:
+    """Each test's .stf and .p4 wrapper (``stfs``: another generator's tests)."""
     out = {}
-    for s in all_stfs():
+    for s in all_stfs() if stfs is None else stfs:
         out[OUT_DIR / f"{s.name}.stf"] = s.text()
         out[OUT_DIR / f"{s.name}.p4"] = s.wrapper()
     return out
 
 
-def main(argv: list[str]) -> int:
-    stale = [p for p, text in files().items() if not p.is_file() or p.read_text() != text]
+def main(
+    argv: list[str],
+    make: Callable[[], dict[Path, str]] = files,
+    generator: str = "tests/dataplane/stf_gen.py",
+) -> int:
+    """Write the files ``make`` gives, or with --check only list the stale ones."""
+    wanted = make()
+    stale = [p for p, text in wanted.items() if not p.is_file() or p.read_text() != text]
     if "--check" in argv:
         for p in stale:
-            print(f"{p.relative_to(ROOT)} is not current: run tests/dataplane/stf_gen.py")
+            print(f"{p.relative_to(ROOT)} is not current: run {generator}")
         return 1 if stale else 0
-    for p, text in files().items():
+    for p, text in wanted.items():
         p.write_text(text)
-    print(f"wrote {len(files())} files ({len(stale)} changed)")
+    print(f"wrote {len(wanted)} files ({len(stale)} changed)")
     return 0
 
 

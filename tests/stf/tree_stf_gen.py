@@ -17,6 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "dataplane"))
 
+import stf_gen  # noqa: E402
 from stf_gen import (  # noqa: E402
     AGG_PORT,
     FLAG_END,
@@ -26,8 +27,6 @@ from stf_gen import (  # noqa: E402
     MSG_DENSE,
     MSG_SPARSE,
     NEXT_END,
-    OUT_DIR,
-    ROOT,
     SWITCH_IP,
     SWITCH_MAC,
     Agg,
@@ -66,22 +65,24 @@ class TreeStf(Stf):
         return super().wrapper().replace("tests/dataplane/stf_gen.py", GENERATOR)
 
 
-def up_to_parent(agg: Agg) -> bytes:
-    """The ToR's contribution to the spine: from the ToR's MAC, IPv4 address (SWITCH_*, the
-    switch under test) and AGG_PORT to the parent's, TTL 64, identification 0, UDP checksum 0."""
+def between_switches(agg: Agg, mac: tuple[str, str], ip: tuple[str, str]) -> bytes:
+    """A frame between two switches, (source, destination) MACs and IPv4 addresses, as a
+    switch sends it: AGG_PORT to AGG_PORT, TTL 64, identification 0, UDP checksum 0."""
     return udp_frame(
-        eth_dst=PARENT_MAC, eth_src=SWITCH_MAC, ip_src=SWITCH_IP, ip_dst=PARENT_IP,
-        sport=AGG_PORT, dport=AGG_PORT, payload=agg.encode(), ttl=64, ident=0, udp_csum=0,
+        eth_dst=mac[1], eth_src=mac[0], ip_src=ip[0], ip_dst=ip[1], sport=AGG_PORT,
+        dport=AGG_PORT, payload=agg.encode(), ttl=64, ident=0, udp_csum=0,
     )  # fmt: skip
+
+
+def up_to_parent(agg: Agg) -> bytes:
+    """The ToR's contribution to the spine (SWITCH_* is the ToR under test)."""
+    return between_switches(agg, (SWITCH_MAC, PARENT_MAC), (SWITCH_IP, PARENT_IP))
 
 
 def down_from_parent(agg: Agg) -> bytes:
     """A result of the spine as it reaches the ToR (the spine's replica rewrite: the ToR's
     MAC, IPv4 address and AGG_PORT)."""
-    return udp_frame(
-        eth_dst=SWITCH_MAC, eth_src=PARENT_MAC, ip_src=PARENT_IP, ip_dst=SWITCH_IP,
-        sport=AGG_PORT, dport=AGG_PORT, payload=agg.encode(), ttl=64, ident=0, udp_csum=0,
-    )  # fmt: skip
+    return between_switches(agg, (PARENT_MAC, SWITCH_MAC), (PARENT_IP, SWITCH_IP))
 
 
 def tor(program: str) -> Stf:
@@ -250,10 +251,7 @@ def spine(program: str) -> Stf:
 
 def up_from(t: Host, agg: Agg) -> bytes:
     """A ToR's contribution as it reaches the spine (SWITCH_* is the spine under test)."""
-    return udp_frame(
-        eth_dst=SWITCH_MAC, eth_src=t.mac, ip_src=t.ip, ip_dst=SWITCH_IP, sport=AGG_PORT,
-        dport=AGG_PORT, payload=agg.encode(), ttl=64, ident=0, udp_csum=0,
-    )  # fmt: skip
+    return between_switches(agg, (t.mac, SWITCH_MAC), (t.ip, SWITCH_IP))
 
 
 def all_stfs() -> list[Stf]:
@@ -261,24 +259,8 @@ def all_stfs() -> list[Stf]:
 
 
 def files() -> dict[Path, str]:
-    out = {}
-    for s in all_stfs():
-        out[OUT_DIR / f"{s.name}.stf"] = s.text()
-        out[OUT_DIR / f"{s.name}.p4"] = s.wrapper()
-    return out
-
-
-def main(argv: list[str]) -> int:
-    stale = [p for p, text in files().items() if not p.is_file() or p.read_text() != text]
-    if "--check" in argv:
-        for p in stale:
-            print(f"{p.relative_to(ROOT)} is not current: run {GENERATOR}")
-        return 1 if stale else 0
-    for p, text in files().items():
-        p.write_text(text)
-    print(f"wrote {len(files())} files ({len(stale)} changed)")
-    return 0
+    return stf_gen.files(all_stfs())
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(stf_gen.main(sys.argv[1:], files, GENERATOR))
