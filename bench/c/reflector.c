@@ -82,10 +82,12 @@ static unsigned gro_size(struct msghdr *h, unsigned len) {
     return seg;
 }
 
-/* Messages for datagrams iov[0 .. n) to `to` (NULL: connected or bound): runs of one length
- * (a shorter last one ends a run) as UDP_SEGMENT sends. Returns the messages written. */
+/* Messages for datagrams iov[0 .. n) to `to` (NULL: connected or bound): with -g, runs of one
+ * length (a shorter last one ends a run) as UDP_SEGMENT sends; else one datagram each.
+ * Returns the messages written. */
 static int gso_msgs(struct iovec *iov, int n, struct sockaddr_in *to, struct mmsghdr *m,
                     Ctl *ctl) {
+    int segs = gso ? GSO_SEGS : 1;
     int nm = 0;
     for (int i = 0; i < n; nm++) {
         size_t seg = iov[i].iov_len, bytes = 0;
@@ -95,7 +97,7 @@ static int gso_msgs(struct iovec *iov, int n, struct sockaddr_in *to, struct mms
         do {
             bytes += iov[i].iov_len;
             c++, i++;
-        } while (i < n && c < GSO_SEGS && iov[i - 1].iov_len == seg && iov[i].iov_len > 0 &&
+        } while (i < n && c < segs && iov[i - 1].iov_len == seg && iov[i].iov_len > 0 &&
                  iov[i].iov_len <= seg && bytes + iov[i].iov_len <= GSO_PAYLOAD);
         m[nm].msg_hdr.msg_iovlen = c;
         if (c > 1) {
@@ -139,12 +141,26 @@ static void die_gro(void) { die("UDP_GRO (-g needs UDP GSO/GRO)"); }
 
 /* ---------------------------------------------------------------------------- serve */
 
-/* serve with -g: the same counting per datagram, super-datagrams split; each peer's
- * results of a batch leave as segmented sends. */
-static int serve_gso(int fd, struct sockaddr_in *peers, int n) {
+/* sendmmsg all n messages; one that fails (a refused peer, a full queue) is skipped, its
+ * copy lost, as a switch counts it and goes on. */
+static void send_lossy(int fd, struct mmsghdr *m, int n) {
+    for (int off = 0; off < n;) {
+        int r = sendmmsg(fd, m + off, n - off, 0);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            off++;
+            continue;
+        }
+        off += r;
+    }
+}
+
+/* serve's loop: datagrams counted one by one (with -g, super-datagrams split); each peer's
+ * results of a batch leave together (with -g, as segmented sends). */
+static int serve_loop(int fd, struct sockaddr_in *peers, int n) {
     static uint8_t data[BATCH][MAXLEN];
     static Ctl rctl[BATCH], sctl[MAXRES];
-    static struct iovec res[MAXRES], siov[MAXRES];
+    static struct iovec res[MAXRES];
     static struct mmsghdr sm[MAXRES];
     struct mmsghdr rm[BATCH];
     struct iovec riov[BATCH];
@@ -187,17 +203,8 @@ static int serve_gso(int fd, struct sockaddr_in *peers, int n) {
             }
         }
         for (int p = 0; p < n && nr; p++) {
-            memcpy(siov, res, (size_t)nr * sizeof *res);
-            int nm = gso_msgs(siov, nr, &peers[p], sm, sctl);
-            for (int off = 0; off < nm;) {
-                int r = sendmmsg(fd, sm + off, nm - off, 0);
-                if (r < 0) {
-                    if (errno == EINTR) continue;
-                    off++;
-                    continue;
-                }
-                off += r;
-            }
+            int nm = gso_msgs(res, nr, &peers[p], sm, sctl);
+            send_lossy(fd, sm, nm);
         }
     }
 }
@@ -223,60 +230,7 @@ static int serve(int port, char *peers_text) {
     if (gso) gro_on(fd);
     printf("ready %d\n", ntohs(me.sin_port));
     fflush(stdout);
-    if (gso) return serve_gso(fd, peers, n);
-
-    static uint8_t data[BATCH][MAXLEN];
-    struct mmsghdr rm[BATCH];
-    struct iovec riov[BATCH];
-    struct sockaddr_in from[BATCH];
-    static struct mmsghdr sm[BATCH * MAXW];
-    static struct iovec siov[BATCH * MAXW];
-    uint64_t count = 0;
-    struct pollfd pf[2] = {{.fd = fd, .events = POLLIN}, {.fd = 0, .events = POLLIN}};
-    for (;;) {
-        if (poll(pf, 2, -1) < 0) {
-            if (errno == EINTR) continue;
-            die("poll");
-        }
-        if (pf[1].revents) return 0; /* stdin closed: the bench is done */
-        for (int i = 0; i < BATCH; i++) {
-            riov[i] = (struct iovec){data[i], MAXLEN};
-            rm[i].msg_hdr = (struct msghdr){.msg_name = &from[i], .msg_namelen = sizeof from[i],
-                                            .msg_iov = &riov[i], .msg_iovlen = 1};
-        }
-        int got = recvmmsg(fd, rm, BATCH, MSG_DONTWAIT, NULL);
-        if (got <= 0) continue;
-        int ns = 0;
-        for (int i = 0; i < got; i++) {
-            int known = 0;
-            for (int p = 0; p < n && !known; p++)
-                known = from[i].sin_addr.s_addr == peers[p].sin_addr.s_addr &&
-                        from[i].sin_port == peers[p].sin_port;
-            if (!known || ++count % n) continue;
-            if (rm[i].msg_len >= 20) { /* the aggregation header: type << 4 | flags, next */
-                uint8_t *h = data[i];
-                h[0] |= 0x1; /* FLAG_RESULT */
-                if (h[0] >> 4 == 2 && !memcmp(h + 16, "\xff\xff\xff\xff", 4))
-                    h[0] |= 0x8; /* FLAG_END */
-            }
-            for (int p = 0; p < n; p++) {
-                siov[ns] = (struct iovec){data[i], rm[i].msg_len};
-                sm[ns].msg_hdr = (struct msghdr){.msg_name = &peers[p],
-                                                 .msg_namelen = sizeof peers[p],
-                                                 .msg_iov = &siov[ns], .msg_iovlen = 1};
-                ns++;
-            }
-        }
-        for (int off = 0; off < ns;) {
-            int r = sendmmsg(fd, sm + off, ns - off, 0);
-            if (r < 0) {
-                if (errno == EINTR) continue;
-                off++; /* a refused peer: skip its copy, as the switch counts and goes on */
-                continue;
-            }
-            off += r;
-        }
-    }
+    return serve_loop(fd, peers, n);
 }
 
 static int is_ipv4(const uint8_t *frame, unsigned len) {
@@ -335,16 +289,7 @@ static int rawserve(const char *mode, char *fds_text) {
                     ns[p]++;
                 }
             }
-            for (int p = 0; p < n; p++)
-                for (int off = 0; off < ns[p];) {
-                    int r = sendmmsg(fds[p], sm[p] + off, ns[p] - off, 0);
-                    if (r < 0) {
-                        if (errno == EINTR) continue;
-                        off++; /* a full queue: that copy is lost, as on a switch */
-                        continue;
-                    }
-                    off += r;
-                }
+            for (int p = 0; p < n; p++) send_lossy(fds[p], sm[p], ns[p]);
         }
     }
 }
@@ -395,13 +340,9 @@ static int client(const char *target_text, const char *file, long rounds, int wi
             int k = 0;
             while (sent[r] + k < rounds && sent[r] + k - got[r] < window && k < BATCH) {
                 uint8_t *p = pkts + ((size_t)r * cycle + (size_t)((sent[r] + k) % cycle)) * len;
-                siov[k] = (struct iovec){p, len};
-                sm[k].msg_hdr = (struct msghdr){.msg_name = raw ? NULL : &target,
-                                                .msg_namelen = raw ? 0 : sizeof target,
-                                                .msg_iov = &siov[k], .msg_iovlen = 1};
-                k++;
+                siov[k++] = (struct iovec){p, len};
             }
-            int nm = gso && k ? gso_msgs(siov, k, &target, sm, sctl) : k;
+            int nm = gso_msgs(siov, k, raw ? NULL : &target, sm, sctl);
             for (int off = 0; off < nm;) {
                 int s = sendmmsg(fds[r], sm + off, nm - off, 0);
                 if (s < 0) {

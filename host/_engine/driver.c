@@ -43,55 +43,6 @@ HIDDEN int flush_queue(Core *c, int fd, IoCounters *io)
     return flush_queue_off(c, fd, io, NULL);
 }
 
-static int flush_per_datagram(Core *c, int fd, IoCounters *io)
-{
-    struct mmsghdr msgs[BATCH];
-    struct iovec iov[BATCH];
-    int refused_retry = 0;
-    while (c->q_head < c->q_len) {
-        int m = (int)(c->q_len - c->q_head < BATCH ? c->q_len - c->q_head : BATCH);
-        for (int i = 0; i < m; i++) {
-            Py_ssize_t j = c->q_head + i;
-            iov[i].iov_base = c->q_buf + j * c->pkt_cap;
-            iov[i].iov_len = (size_t)c->q_lens[j];
-            memset(&msgs[i].msg_hdr, 0, sizeof msgs[i].msg_hdr);
-            msgs[i].msg_hdr.msg_iov = &iov[i];
-            msgs[i].msg_hdr.msg_iovlen = 1;
-        }
-        int r = sendmmsg(fd, msgs, (unsigned)m, MSG_DONTWAIT);
-        if (r > 0) {
-            for (int i = 0; i < r; i++) {
-                io->sent += 1;
-                io->bytes_sent += c->q_lens[c->q_head + i];
-            }
-            c->q_head += r;
-            refused_retry = 0;
-            continue;
-        }
-        int e = r < 0 ? errno : EAGAIN;
-        if (e == EINTR)
-            continue;
-        if (e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS) {
-            if (!c->q_waiting) {
-                io->queued += c->q_len - c->q_head;
-                c->q_waiting = 1;
-            }
-            return 1;
-        }
-        count_error(io, e, 1);
-        if (e == ECONNREFUSED && !refused_retry) {
-            refused_retry = 1; /* the error was an earlier datagram's: this one retries */
-            continue;
-        }
-        refused_retry = 0;
-        io->dropped += 1;
-        c->q_head += 1;
-    }
-    c->q_head = c->q_len = 0;
-    c->q_waiting = 0;
-    return 0;
-}
-
 /* ---- UDP segmentation offload (udpio.h) ---- */
 
 #define GSO_SEGS 64              /* datagrams per segmented send (the kernel allows 64 or more) */
@@ -148,14 +99,13 @@ HIDDEN void offload_end(int fd, int off)
         setsockopt(fd, SOL_UDP, UDP_GRO, &zero, sizeof zero);
 }
 
-/* The queue as segmented sends: each run of packets of one length (a shorter last one ends
-   it), at most GSO_SEGS and GSO_PAYLOAD bytes, is one message with a UDP_SEGMENT of that
-   length; the kernel cuts it into exactly the datagrams flush_per_datagram would send, in
-   the same order. Errors as there, per message: a full buffer keeps it queued whole. */
+/* flush_queue with OFF_GSO in *off: each run of packets of one length (a shorter last one
+   ends it), at most GSO_SEGS and GSO_PAYLOAD bytes, is one message with a UDP_SEGMENT of
+   that length; the kernel cuts it into exactly the datagrams sent one per message without
+   it, in the same order. Errors per message: a full buffer keeps it queued whole; a
+   segmented message the kernel refuses turns GSO off and goes again per datagram. */
 HIDDEN int flush_queue_off(Core *c, int fd, IoCounters *io, int *off)
 {
-    if (!off || !(*off & OFF_GSO))
-        return flush_per_datagram(c, fd, io);
     struct mmsghdr msgs[BATCH];
     struct iovec iov[GSO_IOV];
     union {
@@ -167,6 +117,7 @@ HIDDEN int flush_queue_off(Core *c, int fd, IoCounters *io, int *off)
     while (c->q_head < c->q_len) {
         int m = 0, v = 0;
         Py_ssize_t j = c->q_head;
+        int segs = off && (*off & OFF_GSO) ? GSO_SEGS : 1;
         while (j < c->q_len && m < BATCH && v + GSO_SEGS <= GSO_IOV) {
             Py_ssize_t seg = c->q_lens[j], bytes = 0;
             int n = 0;
@@ -178,7 +129,7 @@ HIDDEN int flush_queue_off(Core *c, int fd, IoCounters *io, int *off)
                 iov[v].iov_len = (size_t)c->q_lens[j];
                 bytes += c->q_lens[j];
                 v++, n++, j++;
-            } while (seg > 0 && j < c->q_len && n < GSO_SEGS && c->q_lens[j - 1] == seg &&
+            } while (seg > 0 && j < c->q_len && n < segs && c->q_lens[j - 1] == seg &&
                      c->q_lens[j] > 0 && c->q_lens[j] <= seg && bytes + c->q_lens[j] <= GSO_PAYLOAD);
             h->msg_iovlen = (size_t)n;
             if (n > 1) {
@@ -216,7 +167,7 @@ HIDDEN int flush_queue_off(Core *c, int fd, IoCounters *io, int *off)
         if (count[0] > 1 && (e == EINVAL || e == EIO || e == EOPNOTSUPP || e == EMSGSIZE)) {
             *off &= ~OFF_GSO; /* this route cannot take segmented sends: per datagram */
             note_once("GSO (a segmented send refused)", e);
-            return flush_per_datagram(c, fd, io);
+            continue;
         }
         count_error(io, e, 1);
         if (e == ECONNREFUSED && !refused_retry) {

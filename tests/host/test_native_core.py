@@ -13,17 +13,13 @@ The property tests (test_protocol_properties.py) also drive the native core alon
 
 from __future__ import annotations
 
-import os
 import random
-import shutil
-import subprocess
-import sys
-import sysconfig
 import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
+import sanitized
 from agg_model import ModelSwitch
 from agg_ref import reference
 from agg_sim import Sim
@@ -274,19 +270,10 @@ def test_a_protocol_error_breaks_both_alike() -> None:
 
 # ------------------------------------------------------------------ sanitizers
 
-_ASAN_SCRIPT = textwrap.dedent(
+_ASAN_SCRIPT = sanitized.LOAD_ENGINE + textwrap.dedent(
     """
-    import importlib.util, sys
-    spec = importlib.util.spec_from_file_location("p4reduce.host._engine_c", sys.argv[1])
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    sys.modules["p4reduce.host._engine_c"] = mod
-    import p4reduce.host
-    p4reduce.host._engine_c = mod
     sys.path[:0] = sys.argv[2:4]
     import test_native_core as t
-    from p4reduce.host.protocol import native
-    assert native._C is mod
     t._fuzz(seed=2, rounds=25)
     t.twin_job(n=3, k=8, slots=3, msg_type=1, dtype=t.np.float32, sizes=[200, 9], density=0.6,
                loss=0.2, dup=0.1, garble=0.2, seed=5)
@@ -335,57 +322,21 @@ _ASAN_SCRIPT = textwrap.dedent(
 )
 
 
-def _libasan() -> str | None:
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        return None
-    out = subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True, text=True)
-    path = out.stdout.strip()
-    return path if os.path.isabs(path) and os.path.exists(path) else None
-
-
 @pytest.mark.timeout(600)
 def test_under_address_and_undefined_behaviour_sanitizers(tmp_path: Path) -> None:
-    asan = _libasan()
-    if asan is None:
+    built = sanitized.asan_engine(tmp_path)
+    if built is None:
         pytest.skip("no C compiler with libasan on this machine")
-    so = tmp_path / "_engine_c_asan.so"
-    inc = sysconfig.get_paths()["include"]
-    sources = [str(p) for p in sorted((ROOT / "host" / "_engine").glob("*.c"))]
-    subprocess.run(
-        ["cc", "-shared", "-fPIC", "-O1", "-g", "-ffp-contract=off", "-fno-strict-aliasing",
-         "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
-         "-fno-omit-frame-pointer", "-pthread", f"-I{inc}", *sources, "-o", str(so)],
-        check=True, capture_output=True, timeout=300,
-    )  # fmt: skip
-    env = os.environ | {
-        "LD_PRELOAD": asan,
-        # CPython's own allocations are not instrumented; leaks at exit are its own
-        "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",
-        "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
-        "PYTHONMALLOC": "malloc",
-    }
+    so, env = built
     here = str(Path(__file__).parent)
     e2e = str(Path(__file__).parents[1] / "host_e2e")
-    done = subprocess.run(
-        [sys.executable, "-c", _ASAN_SCRIPT, str(so), here, str(ROOT), e2e],
-        env=env, capture_output=True, text=True, timeout=500,
-    )  # fmt: skip
+    done = sanitized.run_child(_ASAN_SCRIPT, [str(so), here, str(ROOT), e2e], env, 500)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
     assert "sanitized run ok" in done.stdout
 
 
-_TSAN_SCRIPT = textwrap.dedent(
+_TSAN_SCRIPT = sanitized.LOAD_ENGINE + textwrap.dedent(
     """
-    import importlib.util, sys
-    spec = importlib.util.spec_from_file_location("p4reduce.host._engine_c", sys.argv[1])
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    sys.modules["p4reduce.host._engine_c"] = mod
-    import p4reduce.host
-    p4reduce.host._engine_c = mod
-    from p4reduce.host.protocol import native
-    native._C = mod
     sys.path.insert(0, sys.argv[2])
     import numpy as np
     from reflector import Reflector
@@ -419,32 +370,17 @@ def test_threaded_driver_under_thread_sanitizer(tmp_path: Path) -> None:
     """The driver with several threads (threads.c) built with -fsanitize=thread: no data
     race between the threads sharing a call (disjoint slots, the inboxes, the stop flags),
     against a lossy reflector, with runs ending on their budget every 2 ms."""
-    cc = shutil.which("cc") or shutil.which("gcc")
-    tsan = None
-    if cc is not None:
-        out = subprocess.run([cc, "-print-file-name=libtsan.so"], capture_output=True, text=True)
-        path = out.stdout.strip()
-        tsan = path if os.path.isabs(path) and os.path.exists(path) else None
+    tsan = sanitized.runtime("libtsan.so")
     if tsan is None:
         pytest.skip("no C compiler with libtsan on this machine")
-    so = tmp_path / "_engine_c_tsan.so"
-    inc = sysconfig.get_paths()["include"]
-    sources = [str(p) for p in sorted((ROOT / "host" / "_engine").glob("*.c"))]
-    subprocess.run(
-        [cc, "-shared", "-fPIC", "-O1", "-g", "-ffp-contract=off", "-fno-strict-aliasing",
-         "-fsanitize=thread", "-pthread", f"-I{inc}", *sources, "-o", str(so)],
-        check=True, capture_output=True, timeout=200,
-    )  # fmt: skip
-    env = os.environ | {
+    so = sanitized.build_engine(tmp_path / "_engine_c_tsan.so", ["-fsanitize=thread"], 200)
+    env = {
         "LD_PRELOAD": tsan,
         "TSAN_OPTIONS": "halt_on_error=1:exitcode=66:report_signal_unsafe=0",
         "PYTHONMALLOC": "malloc",
     }
     e2e = str(Path(__file__).parents[1] / "host_e2e")
-    done = subprocess.run(
-        [sys.executable, "-c", _TSAN_SCRIPT, str(so), e2e],
-        env=env, capture_output=True, text=True, timeout=200,
-    )  # fmt: skip
+    done = sanitized.run_child(_TSAN_SCRIPT, [str(so), e2e], env, 200)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
     assert "tsan run ok" in done.stdout and "ThreadSanitizer" not in done.stderr
 

@@ -6,24 +6,18 @@ and in the offload path the driver did send segmented messages and had GRO on.""
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
-import sys
-import sysconfig
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+import sanitized
 from offload_reflector import OffloadReflector
 from p4reduce.host import UdpTransport, run_call
 from p4reduce.host.protocol import Done, RetryPolicy, Session
 from p4reduce.host.protocol.native import available
-from p4reduce.switch.native.build import compiler
-
-ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(not available(), reason="native core not built")
 
@@ -79,17 +73,8 @@ def test_the_setting_reads_and_sets(offload_setting: None) -> None:
     assert _engine_c.udp_offload(None) is True
 
 
-_ASAN_SCRIPT = textwrap.dedent(
+_ASAN_SCRIPT = sanitized.LOAD_ENGINE + textwrap.dedent(
     """
-    import importlib.util, sys
-    spec = importlib.util.spec_from_file_location("p4reduce.host._engine_c", sys.argv[1])
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    sys.modules["p4reduce.host._engine_c"] = mod
-    import p4reduce.host
-    p4reduce.host._engine_c = mod
-    from p4reduce.host.protocol import native
-    native._C = mod
     sys.path.insert(0, sys.argv[2])
     import numpy as np
     import test_udp_offload as t
@@ -108,31 +93,10 @@ _ASAN_SCRIPT = textwrap.dedent(
 def test_both_paths_under_address_and_undefined_behaviour_sanitizers(tmp_path: Path) -> None:
     """The driver (segmented sends, super-datagrams split, one and several threads) built
     with -fsanitize=address,undefined, against the GSO/GRO reflector."""
-    cc = compiler()
-    asan = None
-    if cc is not None:
-        out = subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True, text=True)
-        asan = out.stdout.strip() if os.path.isabs(out.stdout.strip()) else None
-    if asan is None or not os.path.exists(asan):
+    built = sanitized.asan_engine(tmp_path)
+    if built is None:
         pytest.skip("no C compiler with libasan on this machine")
-    so = tmp_path / "_engine_c_asan.so"
-    sources = [str(p) for p in sorted((ROOT / "host" / "_engine").glob("*.c"))]
-    subprocess.run(
-        [cc, "-shared", "-fPIC", "-O1", "-g", "-ffp-contract=off", "-fno-strict-aliasing",
-         "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
-         "-fno-omit-frame-pointer", "-pthread", f"-I{sysconfig.get_paths()['include']}",
-         *sources, "-o", str(so)],
-        check=True, capture_output=True, timeout=300,
-    )  # fmt: skip
-    env = os.environ | {
-        "LD_PRELOAD": asan,
-        "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",
-        "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
-        "PYTHONMALLOC": "malloc",
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", _ASAN_SCRIPT, str(so), str(Path(__file__).parent)],
-        env=env, capture_output=True, text=True, timeout=500,
-    )  # fmt: skip
+    so, env = built
+    done = sanitized.run_child(_ASAN_SCRIPT, [str(so), str(Path(__file__).parent)], env, 500)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
     assert "sanitized offload run ok" in done.stdout

@@ -13,8 +13,6 @@ from p4reduce.switch.native import build, ioloop
 
 from tests.native.conftest import load_bench_floor
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def _users():
     floor = load_bench_floor()

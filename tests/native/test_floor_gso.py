@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import select
 import struct
-from pathlib import Path
 
 import pytest
 
 from tests.native.conftest import load_bench_floor
 
-ROOT = Path(__file__).resolve().parents[2]
 SOL_UDP, UDP_SEGMENT, UDP_GRO = 17, 103, 104
 pytestmark = pytest.mark.timeout(120)
 

@@ -15,19 +15,12 @@ from collections.abc import Callable, Iterator
 import pytest
 from p4reduce.switch.native import ioloop
 from p4reduce.switch.ports import ipudp
-from p4reduce.switch.ports.udp import DEFAULT_SWITCH_MAC, UdpAdapter
+from p4reduce.switch.ports.udp import UdpAdapter
+
+from .test_loop_udp import CPU, Rig, wait_until
 
 SOL_UDP, UDP_SEGMENT, UDP_GRO = 17, 103, 104
-CPU = 64
 pytestmark = pytest.mark.timeout(60)
-
-
-def wait_until(check: Callable[[], bool], what: str, limit: float = 20.0) -> None:
-    end = time.monotonic() + limit
-    while not check():
-        if time.monotonic() > end:
-            raise AssertionError(f"never happened: {what}")
-        time.sleep(0.002)
 
 
 def send_segmented(sock: socket.socket, payloads: list[bytes], to: tuple[str, int]) -> None:
@@ -55,37 +48,22 @@ def read_datagrams(sock: socket.socket, count: int) -> tuple[list[bytes], int]:
     return out, coalesced
 
 
-class Rig:
-    def __init__(self, lib, handler, offload: bool) -> None:
-        self.peers = {}
-        for n in (1, 2, 3):
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            s.bind(("127.0.0.1", 0))
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-            s.setsockopt(SOL_UDP, UDP_GRO, 1)
-            self.peers[n] = s
-        self.adapter = UdpAdapter(
-            ("127.0.0.1", 0), {n: s.getsockname() for n, s in self.peers.items()}
-        )
-        self.loop = ioloop.NativeIoLoop(
-            self.adapter.ports, cpu_port=CPU, lib=lib, udp_offload=offload
-        )
-        handler.ctx.cpu_port = CPU
-        self.loop.set_handler(handler.fn, handler.ctx_address, keepalive=handler)
-        self.loop.start()
-
-    def close(self) -> None:
-        self.loop.close()
-        self.adapter.close()
-        for s in self.peers.values():
-            s.close()
-
-    def endpoints(self, port: int) -> ipudp.Endpoints:
-        peer = self.peers[port].getsockname()
-        return ipudp.Endpoints(
-            DEFAULT_SWITCH_MAC, ipudp.port_mac(port), peer[0], self.adapter.listen[0],
-            peer[1], self.adapter.listen[1],
-        )  # fmt: skip
+def make_rig(lib, handler, offload: bool) -> Rig:
+    """test_loop_udp's rig (three peers, the C test handler), its peers reading with UDP_GRO
+    and the loop's offload as asked."""
+    peers = {}
+    for n in (1, 2, 3):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("127.0.0.1", 0))
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        s.setsockopt(SOL_UDP, UDP_GRO, 1)
+        peers[n] = s
+    adapter = UdpAdapter(("127.0.0.1", 0), {n: s.getsockname() for n, s in peers.items()})
+    loop = ioloop.NativeIoLoop(adapter.ports, cpu_port=CPU, lib=lib, udp_offload=offload)
+    handler.ctx.cpu_port = CPU
+    loop.set_handler(handler.fn, handler.ctx_address, keepalive=handler)
+    loop.start()
+    return Rig(adapter, peers, loop)
 
 
 @pytest.fixture
@@ -93,12 +71,15 @@ def rigs(lib, handler) -> Iterator[Callable[[bool], Rig]]:
     made: list[Rig] = []
 
     def make(offload: bool) -> Rig:
-        made.append(Rig(lib, handler, offload))
+        made.append(make_rig(lib, handler, offload))
         return made[-1]
 
     yield make
     for r in made:
-        r.close()
+        r.loop.close()
+        r.adapter.close()
+        for s in r.peers.values():
+            s.close()
 
 
 def _multicast_run(rig: Rig, handler) -> tuple[dict[int, list[bytes]], int]:

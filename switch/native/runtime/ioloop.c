@@ -622,9 +622,11 @@ static void run_frame(struct p4r_ioloop *loop, uint32_t port, const uint8_t *fra
     if (loop->fn(loop->ctx, port, frame, len, emit, loop) < 0) BUMP(loop->stats.handler_failed);
 }
 
-static void prepare_rx(struct p4r_ioloop *loop, size_t data_offset, size_t cap, int want_ctl) {
-    for (int i = 0; i < BATCH; i++) {
-        loop->riov[i].iov_base = loop->rxbuf + (size_t)i * P4R_MAX_FRAME + data_offset;
+/* The receive batch: n buffers of cap bytes, `stride` apart in buf from data_offset on. */
+static void prepare_rx(struct p4r_ioloop *loop, uint8_t *buf, size_t stride, size_t data_offset,
+                       size_t cap, int n, int want_ctl) {
+    for (int i = 0; i < n; i++) {
+        loop->riov[i].iov_base = buf + (size_t)i * stride + data_offset;
         loop->riov[i].iov_len = cap;
         struct msghdr *h = &loop->rmsgs[i].msg_hdr;
         memset(h, 0, sizeof *h);
@@ -650,6 +652,20 @@ static struct port *find_peer(struct adapter *a, uint32_t ip, uint16_t port) {
             hi = mid;
     }
     return lo < a->npeers && a->peers[lo].key == key ? a->peers[lo].port : NULL;
+}
+
+/* recvmmsg into the loop's prepared batch: the count, or -1 when nothing came (an error
+ * other than EAGAIN counted on c: e.g. ENETDOWN when an interface goes down, an event, not
+ * a frame). */
+static int recv_batch(struct p4r_ioloop *loop, int fd, unsigned n, int flags,
+                      p4r_port_counters *c) {
+    for (;;) {
+        int got = recvmmsg(fd, loop->rmsgs, n, MSG_DONTWAIT | flags, NULL);
+        if (got >= 0) return got;
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) count_errno(c, errno);
+        return -1;
+    }
 }
 
 /* The port of a received datagram's sender, or NULL (an unknown sender). */
@@ -698,16 +714,11 @@ static void rx_adapter(struct p4r_ioloop *loop) {
         return;
     }
     /* The payload lands where the frame will carry it, so the frame is built in place. */
-    prepare_rx(loop, P4R_UDP_OVERHEAD, MAX_PAYLOAD, a->pktinfo);
-    int n;
-    for (;;) {
-        /* MSG_TRUNC: the real length of a datagram larger than the buffer, to count it. */
-        n = recvmmsg(a->fd, loop->rmsgs, BATCH, MSG_DONTWAIT | MSG_TRUNC, NULL);
-        if (n >= 0) break;
-        if (errno == EINTR) continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK) count_errno(&a->c, errno);
-        return;
-    }
+    prepare_rx(loop, loop->rxbuf, P4R_MAX_FRAME, P4R_UDP_OVERHEAD, MAX_PAYLOAD, BATCH,
+               a->pktinfo);
+    /* MSG_TRUNC: the real length of a datagram larger than the buffer, to count it. */
+    int n = recv_batch(loop, a->fd, BATCH, MSG_TRUNC, &a->c);
+    if (n < 0) return;
     pthread_mutex_lock(&loop->handler_mu);
     for (int i = 0; i < n; i++) {
         struct msghdr *h = &loop->rmsgs[i].msg_hdr;
@@ -727,26 +738,9 @@ static void rx_adapter(struct p4r_ioloop *loop) {
  * as rx_adapter's datagrams do (counted alike: unknown senders and oversize per datagram). */
 static void rx_adapter_gro(struct p4r_ioloop *loop) {
     struct adapter *a = loop->adapter;
-    for (int i = 0; i < GRO_MSGS; i++) {
-        loop->riov[i].iov_base = a->grobuf + (size_t)i * GRO_BYTES;
-        loop->riov[i].iov_len = GRO_BYTES;
-        struct msghdr *h = &loop->rmsgs[i].msg_hdr;
-        memset(h, 0, sizeof *h);
-        h->msg_iov = &loop->riov[i];
-        h->msg_iovlen = 1;
-        h->msg_name = &loop->rname[i];
-        h->msg_namelen = sizeof loop->rname[i];
-        h->msg_control = loop->rctl[i];
-        h->msg_controllen = sizeof loop->rctl[i];
-    }
-    int n;
-    for (;;) {
-        n = recvmmsg(a->fd, loop->rmsgs, GRO_MSGS, MSG_DONTWAIT, NULL);
-        if (n >= 0) break;
-        if (errno == EINTR) continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK) count_errno(&a->c, errno);
-        return;
-    }
+    prepare_rx(loop, a->grobuf, GRO_BYTES, 0, GRO_BYTES, GRO_MSGS, 1);
+    int n = recv_batch(loop, a->fd, GRO_MSGS, 0, &a->c);
+    if (n < 0) return;
     uint8_t *frame = loop->rxbuf; /* one frame at a time: the handler copies what it emits */
     pthread_mutex_lock(&loop->handler_mu);
     for (int i = 0; i < n; i++) {
@@ -778,16 +772,9 @@ static void rx_adapter_gro(struct p4r_ioloop *loop) {
 }
 
 static void rx_raw(struct p4r_ioloop *loop, struct port *p) {
-    prepare_rx(loop, 0, P4R_MAX_FRAME, 0);
-    int n;
-    for (;;) {
-        n = recvmmsg(p->fd, loop->rmsgs, BATCH, MSG_DONTWAIT | MSG_TRUNC, NULL);
-        if (n >= 0) break;
-        if (errno == EINTR) continue;
-        /* e.g. ENETDOWN when the interface goes down: an event, not a frame */
-        if (errno != EAGAIN && errno != EWOULDBLOCK) count_errno(&p->c, errno);
-        return;
-    }
+    prepare_rx(loop, loop->rxbuf, P4R_MAX_FRAME, 0, P4R_MAX_FRAME, BATCH, 0);
+    int n = recv_batch(loop, p->fd, BATCH, MSG_TRUNC, &p->c);
+    if (n < 0) return;
     pthread_mutex_lock(&loop->handler_mu);
     for (int i = 0; i < n; i++) {
         const struct sockaddr_ll *ll = (const struct sockaddr_ll *)&loop->rname[i];
