@@ -777,8 +777,15 @@ class AllreduceSession:
         # Stop sending first: the slots are cleared only once every worker is in this round,
         # and nothing of the failed call may reach them afterwards.
         self.transport.discard()
+        # a switch that went away may still be coming back: wait for it as a retry would
+        wait = self.retry.give_up_after if self.transparent_retry else 0.0
         answer = self.registration.recover_round(
-            self.job_id, self.rank, self.session.next_call, done=self._replay.done, timeout=timeout
+            self.job_id,
+            self.rank,
+            self.session.next_call,
+            done=self._replay.done,
+            timeout=timeout,
+            switch_wait=wait if math.isfinite(wait) else MAX_SWITCH_WAIT,
         )
         agreed = int(answer["next_call"])
         # the failed call is dropped on every worker: all count the same calls from here

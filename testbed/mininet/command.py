@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ... import contracts
 from ...controller.service import Timeouts
 from ..local import StackError
 from .experiments import EXPERIMENTS, STANDARD, Options, link_label
@@ -160,7 +161,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "scaling 9; sparsity 25 below 10 %% density, 9 above; tenants at least 5)",
     )  # fmt: skip
     p.add_argument(
-        "--slots", type=_number(int, 1, 8192, "slot count"), metavar="S",
+        "--slots", type=_number(int, 1, contracts.POOL_SLOTS, "slot count"), metavar="S",
         help="slots per p4reduce job (default: sized to the link, 22 ms of its time in "
         "flight, 16 to 64)",
     )  # fmt: skip

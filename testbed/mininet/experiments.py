@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ... import contracts
 from .report import bars, plot, plot_panels
 from .runner import Item, Point, Row, wire_frame_bytes
 from .stack import LinkShape
@@ -176,7 +177,7 @@ def scaling_elements(bw: float | None) -> int:
     return 65_536 if bw is not None and bw <= 10 else 1_048_576
 
 
-def scaling_points(o: Options, ks: Sequence[int] = (64, 256, 1024)) -> list[Point]:
+def scaling_points(o: Options, ks: Sequence[int] = contracts.K_CHOICES) -> list[Point]:
     """``ks``: the K values p4src/ builds (``switches.supported_ks``)."""
     standard = o.bws is None and o.ks is None and o.workers is None
     if standard:

@@ -7,9 +7,14 @@ between (docs/failures.md)."""
 from __future__ import annotations
 
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
+from p4reduce.host import AllreduceSession, AllreduceTimeout
 from p4reduce.testbed.local import LocalStack
 from p4reduce.testbed.restart import restart_switch
 
@@ -19,7 +24,7 @@ CALLS = 40
 KILL_AT = 6  # calls done by both ranks before the switch is killed
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from job_ranks import Job  # noqa: E402
+from job_ranks import SECRET, Job, contribution, expected  # noqa: E402
 
 
 @pytest.mark.parametrize("operator_push", [False, True], ids=["alone", "operator-push"])
@@ -49,3 +54,59 @@ def test_switch_killed_and_restarted_mid_job(tmp_path: Path, operator_push: bool
         f"calls {killed_at}, calls run again {[out[r]['retried'] for r in range(2)]}, "
         f"longest call {max(out[r]['longest'] for r in range(2)):.2f} s"
     )
+
+
+def test_switch_back_too_late_fails_the_call_then_the_next_runs(tmp_path: Path) -> None:
+    """A switch that is not back within give_up_after of the call's timeout: the call fails
+    with the usual AllreduceTimeout; once the switch is back, the next call is exact."""
+    # give_up_after 0.05 + 0.1 + 5 x 0.2 = 1.15 s
+    with LocalStack(
+        ports=2, initial_timeout_ms=50, max_timeout_ms=200, retries=6, join_timeout=60
+    ) as stack:
+        with ThreadPoolExecutor(2) as joins:
+            sessions = list(
+                joins.map(
+                    lambda r: AllreduceSession.join(
+                        stack.url,
+                        1,
+                        r,
+                        2,
+                        sock=stack.sockets[r],
+                        switch_port=r + 1,
+                        secret=SECRET,
+                        timeout=60,
+                    ),  # fmt: skip
+                    range(2),
+                )
+            )
+        new = None
+        try:
+            with ThreadPoolExecutor(2) as pool:
+
+                def call(i: int) -> list[Any]:
+                    futures = [pool.submit(_outcome, s, contribution(s.rank, i)) for s in sessions]
+                    return [f.result(120) for f in futures]
+
+                assert all(np.array_equal(y, expected(2, 0)) for y in call(0))
+                assert stack.switch is not None
+                stack.switch.popen.kill()
+                t0 = time.monotonic()
+                failed = call(1)
+                waited = time.monotonic() - t0
+                assert all(isinstance(e, AllreduceTimeout) for e in failed), failed
+                assert waited < 2 * 1.15 + 10  # the timeout, then as long for the switch
+                new = restart_switch(stack, tmp_path / "switch2.log")
+                assert all(np.array_equal(y, expected(2, 2)) for y in call(2))
+        finally:
+            for s in sessions:
+                s.close()
+            if new is not None:
+                new.kill()
+                new.wait(10)
+
+
+def _outcome(s: AllreduceSession, x: np.ndarray) -> Any:
+    try:
+        return s.allreduce(x)
+    except AllreduceTimeout as err:
+        return err
