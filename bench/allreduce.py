@@ -58,6 +58,8 @@ from p4reduce.host import quantize as Q
 from p4reduce.testbed.local import LocalStack, Proc
 from p4reduce.testbed.worker import run_plan
 
+from p4reduce import contracts
+
 sys.path.insert(0, str(Path(__file__).parent))
 import engines  # noqa: E402 - bench/engines.py, next to this file
 
@@ -81,7 +83,7 @@ def ints(text: str) -> list[int]:
 
 def ks_list(text: str) -> list[int]:
     ks = ints(text)
-    bad = [k for k in ks if k not in (64, 256, 1024)]
+    bad = [k for k in ks if k not in contracts.K_CHOICES]
     if not ks or bad:
         raise argparse.ArgumentTypeError(f"K {bad or text!r}: each one of 64, 256, 1024")
     return ks

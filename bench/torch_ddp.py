@@ -41,6 +41,7 @@ import floor
 from p4reduce.testbed.local import LocalStack, StackError
 from p4reduce.testbed.ranks import Ranks, RanksError
 
+from p4reduce import contracts
 from p4reduce.free_port import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -179,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         ks = [int(k) for k in args.k.split(",") if k]
     except ValueError:
         ks = []
-    if not ks or any(k not in (64, 256, 1024) for k in ks):
+    if not ks or any(k not in contracts.K_CHOICES for k in ks):
         ap.error(f"--k {args.k!r}: comma-separated values among 64, 256, 1024")
     try:
         worker_counts = [int(w) for w in args.workers.split(",") if w]

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import contracts
 from .bmv2 import DEFAULT_SLOTS as BMV2_SLOTS
 from .bmv2 import Bmv2Stack
 from .data import DTYPES, MODES, Checker, rank_data
@@ -109,11 +110,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="data seed; rank r's tensor depends only on (seed, r) and the shape (default 0)",
     )  # fmt: skip
     p.add_argument(
-        "--k", type=int, choices=(64, 256, 1024), default=64,
+        "--k", type=int, choices=contracts.K_CHOICES, default=contracts.K_DEFAULT,
         help="elements per packet, compiled into the program (default 64)",
     )  # fmt: skip
     p.add_argument(
-        "--slots", type=_int_in(1, 8192, "slot count"), default=None, metavar="S",
+        "--slots", type=_int_in(1, contracts.POOL_SLOTS, "slot count"), default=None, metavar="S",
         help="slots of the job: packets in flight per worker (default 64; 16 with --switch "
         "bmv2, which turns fewer packets around within a retransmission timeout)",
     )  # fmt: skip

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import resources
+from .. import contracts, resources
 from ..free_port import free_port
 from .bmv2 import Bmv2Stack
 from .bmv2 import missing as bmv2_missing
@@ -85,7 +85,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lr", type=learning_rate, default=0.2, help="SGD learning rate (0.2)")
     p.add_argument("--hidden", type=positive, default=64, help="hidden width of the MLP (64)")
     p.add_argument("--seed", type=int, default=0, help="weights and data (0)")
-    p.add_argument("--k", type=int, choices=(64, 256, 1024), default=64,
+    p.add_argument("--k", type=int, choices=contracts.K_CHOICES, default=contracts.K_DEFAULT,
                    help="elements per packet, compiled into the switch's program (64)")  # fmt: skip
     p.add_argument("--timeout", type=float, default=180.0,
                    help="each training run must finish within this many seconds (180)")  # fmt: skip

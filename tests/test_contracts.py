@@ -203,3 +203,21 @@ def test_no_file_spells_the_aggregation_port() -> None:
             lines = [i for i, line in enumerate(text.splitlines(), 1) if PORT.search(line)]
         bad += [f"{rel}:{i}: the aggregation port, not contracts.AGG_PORT" for i in lines]
     assert bad == []
+
+
+def test_no_file_spells_the_k_choices() -> None:
+    """K's choices are contracts.K_CHOICES everywhere outside tests/ (command-line choices,
+    option checks), never a tuple literal of their own."""
+    want = tuple(contracts.K_CHOICES)
+    bad = []
+    for rel in tracked("*.py"):
+        if rel.parts[0] in SKIP or rel == Path(generate.SPEC_PATH) or not (ROOT / rel).is_file():
+            continue
+        text = (ROOT / rel).read_text(errors="replace")
+        if "1024" not in text:
+            continue
+        for n in ast.walk(ast.parse(text, str(rel))):
+            if isinstance(n, ast.Tuple) and all(isinstance(e, ast.Constant) for e in n.elts):
+                if tuple(e.value for e in n.elts) == want:
+                    bad.append(f"{rel}:{n.lineno}: K's choices, not contracts.K_CHOICES")
+    assert bad == []

@@ -12,6 +12,7 @@ import dataclasses
 import zlib
 from dataclasses import dataclass
 
+from ... import contracts
 from ..protocol import RetryPolicy
 
 MODES = ("dense", "sparse", "auto")
@@ -106,8 +107,10 @@ class P4ReduceOptions:
             raise ValueError(f"P4ReduceOptions.job_id {self.job_id}: 1 .. {MAX_JOB_ID}")
         if not 0 <= self.udp_port <= 0xFFFF:
             raise ValueError(f"P4ReduceOptions.udp_port {self.udp_port}: 0 .. 65535")
-        if self.switch_port is not None and not 0 <= self.switch_port <= 510:
-            raise ValueError(f"P4ReduceOptions.switch_port {self.switch_port}: 0 .. 510")
+        if self.switch_port is not None and not 0 <= self.switch_port <= contracts.CPU_PORT:
+            raise ValueError(
+                f"P4ReduceOptions.switch_port {self.switch_port}: 0 .. {contracts.CPU_PORT}"
+            )
         if self.slots is not None and self.slots < 1:
             raise ValueError(f"P4ReduceOptions.slots {self.slots}: at least 1")
         if not self.timeout > 0:
@@ -122,7 +125,7 @@ class P4ReduceOptions:
             raise ValueError(
                 f"P4ReduceOptions.nonfinite {self.nonfinite!r}: 'propagate' or 'raise'"
             )
-        if self.k not in (64, 256, 1024):
+        if self.k not in contracts.K_CHOICES:
             raise ValueError(f"P4ReduceOptions.k {self.k}: 64, 256 or 1024")
 
     @property

@@ -27,12 +27,12 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ... import netaddr, p4lang
+from ... import contracts, netaddr, p4lang
 from ...free_port import free_port
 from ..local import StackError, command, find_p4src
 
 KINDS = ("embedded", "bmv2")
-K_CHOICES = (64, 256, 1024)  # what the command line accepts; supported_ks() what p4src/ builds
+K_CHOICES = contracts.K_CHOICES  # what the command line accepts; supported_ks() what p4src/ builds
 
 
 def supported_ks() -> tuple[int, ...]:
