@@ -274,3 +274,42 @@ def test_random_loss_on_every_link(
     assert net.spine.counter(SPINE_INDEX, EV_RETRANSMIT) > 0
     assert sum(t.counter(TOR_INDEX, EV_RETRANSMIT) for t in net.tors) > 0
     assert sum(t.counter(TOR_INDEX, EV_UP) for t in net.tors) == racks * slots * rounds
+
+
+@pytest.mark.parametrize("program", ["dense", "sparse"])
+def test_forged_parent_results_change_nothing(program: str, engine: str) -> None:
+    """Only the parent's entry admits a result into a ToR's cell, and only with the job's
+    key: a "result" from a worker is malformed, one from another address an unknown sender,
+    one with the wrong key bad_key; none is stored, and the real result still is."""
+    from fabric import AGG_PORT, EV_BAD_KEY, EV_MALFORMED, EV_UNKNOWN_SENDER, udp_frame
+    from tree_net import SPINE_IP, SPINE_MAC, UPLINK_PORT, tor_ip, tor_mac
+
+    net = TreeNet(program, racks=2, per_rack=1, engine=engine)
+    tor, h0 = net.tors[0], net.hosts[0]
+    values = tuple(range(K))
+    net.send(h0, net.agg(h0, 0, 0, values, packet_id=1))  # rack 0 complete: sent up
+    fake = Agg(net.msg_type, FLAG_RESULT, 0, JOB_ID, 0, 0, packet_id=1,
+               values=tuple([7] * K), key=JOB_KEY)  # fmt: skip
+
+    def down(agg: Agg, ip: str, sport: int = AGG_PORT) -> bytes:
+        return udp_frame(eth_dst=tor_mac(0), eth_src=SPINE_MAC, ip_src=ip, ip_dst=tor_ip(0),
+                         sport=sport, dport=AGG_PORT, payload=agg.encode())  # fmt: skip
+
+    before = tor.counter(TOR_INDEX, EV_DOWN)
+    assert tor.switch.process(h0.port, net.frame(h0, fake)) == []  # from the worker
+    assert tor.switch.process(UPLINK_PORT, down(fake, "10.9.9.9")) == []  # not the parent
+    assert tor.switch.process(UPLINK_PORT, down(fake, SPINE_IP, 40000)) == []  # wrong port
+    wrong_key = replace(fake, key=JOB_KEY ^ 1)
+    assert tor.switch.process(UPLINK_PORT, down(wrong_key, SPINE_IP)) == []
+    assert tor.counter(TOR_INDEX, EV_MALFORMED) == 1
+    assert tor.counter(TOR_INDEX, EV_BAD_KEY) == 1
+    assert tor.counter(0, EV_UNKNOWN_SENDER) == 2
+    assert tor.counter(TOR_INDEX, EV_DOWN) == before == 0
+    # the worker's resend is still sent up (nothing stored), and the real result arrives
+    net.send(h0, net.agg(h0, 0, 0, values, packet_id=1))
+    assert tor.counter(TOR_INDEX, EV_UP_RETRANSMIT) == 1 and not net.inbox[0]
+    h1 = net.hosts[1]
+    sent = [net.agg(h0, 0, 0, values, packet_id=1), net.agg(h1, 0, 0, values, packet_id=1)]
+    net.send(h1, sent[1])
+    (got,) = net.results(h0)
+    assert same(got, expected(net, sent)) and got.values == tuple(2 * v for v in values)
