@@ -6,7 +6,9 @@ floor, packets/s through the loopback UDP adapter and P4Runtime writes/s.
   (bench/c/reflector.c, ``client``) with one window of slots in flight per worker; baseline:
   the same client against the C reflector (``serve``), which does the switch's receives and
   multicast sends with recvmmsg/sendmmsg and no P4 (the kernel's floor here). One row per
-  engine: ``--engine python|native`` when p4reduce-switch offers the option, else its default.
+  engine: ``--engine python|native`` when p4reduce-switch offers the option, else its default;
+  and where the kernel has UDP GSO/GRO a second row per engine (``ENGINE_gso``) with the
+  client and the reflector on it (reflector.c -g: the GSO floor).
 
 The rest runs in this process on 127.0.0.1 (the switch's data-plane thread, its UDP adapter
 and its gRPC server), with same-run baselines so the ratios compare across machines:
@@ -242,20 +244,19 @@ def aggregation_rates(
     cycle = 2 * slots
     rounds = -(-rounds // cycle) * cycle
 
-    def reflector_pps() -> float:
+    def reflector_pps(gso: bool) -> float:
         socks = floor.worker_sockets(workers)
         try:
-            with floor.reflector([s.getsockname() for s in socks]) as addr:
+            with floor.reflector([s.getsockname() for s in socks], gso=gso) as addr:
                 packets = floor.dense_packets(workers, 1, slots, k)
-                r = floor.run_client(addr, socks, packets, rounds, slots)
+                r = floor.run_client(addr, socks, packets, rounds, slots, gso=gso)
             return r["packets_in"] / r["seconds"]
         finally:
             for s in socks:
                 s.close()
 
+    offloads = [False, True] if floor.gso_available() else [False]
     for engine in engines:
-        label = engine or "default"
-        floor_best = switch_best = 0.0
         extra = ["--engine", engine] if engine else []
         with LocalStack(workers, "dense", k=k, slots=slots, switch_args=extra) as stack:
             sessions, errors = join_job(stack, workers, slots)
@@ -267,16 +268,21 @@ def aggregation_rates(
                 packets = floor.dense_packets(
                     workers, first.job_id, slots, k, first.session.job_key
                 )
-                for _ in range(repeat):
-                    floor_best = max(floor_best, reflector_pps())
-                    try:
-                        r = floor.run_client(first.switch, stack.sockets, packets, rounds, slots)
-                    except RuntimeError as err:
-                        results[f"switch_{label}_pps"] = f"failed: {err}"
-                        break
-                    switch_best = max(switch_best, r["packets_in"] / r["seconds"])
-                    results[f"switch_{label}_pps"] = switch_best
-                results[f"reflector_{label}_pps"] = floor_best or reflector_pps()
+                for gso in offloads:  # per datagram; then UDP GSO/GRO (client -g, reflector -g)
+                    label = (engine or "default") + ("_gso" if gso else "")
+                    floor_best = switch_best = 0.0
+                    for _ in range(repeat):
+                        floor_best = max(floor_best, reflector_pps(gso))
+                        try:
+                            r = floor.run_client(
+                                first.switch, stack.sockets, packets, rounds, slots, gso=gso
+                            )
+                        except RuntimeError as err:
+                            results[f"switch_{label}_pps"] = f"failed: {err}"
+                            break
+                        switch_best = max(switch_best, r["packets_in"] / r["seconds"])
+                        results[f"switch_{label}_pps"] = switch_best
+                    results[f"reflector_{label}_pps"] = floor_best or reflector_pps(gso)
             finally:
                 for ses in sessions:
                     if ses is not None:
@@ -384,7 +390,9 @@ def print_aggregation(agg: dict[str, float | str], args: argparse.Namespace) -> 
     print(
         f"aggregation into p4reduce-switch (dense.p4, K = {args.agg_k}, {args.agg_workers} "
         f"workers, {args.agg_slots} slots in flight, {args.agg_rounds} packets per worker; "
-        f"best of {args.agg_repeat} runs, the C reflector's interleaved with each engine's):"
+        f"best of {args.agg_repeat} runs, the C reflector's interleaved with each engine's; "
+        "ENGINE_gso: the client and the reflector on UDP GSO/GRO, the switch with its "
+        "default offload):"
     )
     for key, value in agg.items():
         if not key.startswith("switch_"):
@@ -392,9 +400,9 @@ def print_aggregation(agg: dict[str, float | str], args: argparse.Namespace) -> 
         name = key[len("switch_") : -len("_pps")]
         floor_pps = float(agg[f"reflector_{name}_pps"])
         if isinstance(value, str):
-            print(f"  p4reduce-switch, {name:<8} {value}")
+            print(f"  p4reduce-switch, {name:<12} {value}")
         else:
-            print(f"  p4reduce-switch, {name:<8} {value:>9,.0f} packets/s in; C reflector "
+            print(f"  p4reduce-switch, {name:<12} {value:>9,.0f} packets/s in; C reflector "
                   f"{floor_pps:>9,.0f}/s; ratio to the floor {value / floor_pps:.3f}")  # fmt: skip
     return 0
 
