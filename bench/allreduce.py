@@ -636,8 +636,9 @@ def main(argv: list[str] | None = None) -> int:
         fig["quantize"] = quantize_rows(args.quant_elements, k0, 5 if args.quick else 15)
 
     if "host" in only:
-        fig["host"] = engines.host_rows(args.host_elements, args.k, args.slots,
-                                        1 if args.quick else 5)  # fmt: skip
+        for gso in [False, True] if floor.gso_available() else [False]:
+            fig["host"] += engines.host_rows(args.host_elements, args.k, args.slots,
+                                             1 if args.quick else 5, gso)  # fmt: skip
     if "engines" in only:
         fig["engines"] = engines.engine_rows(
             args.engine_ks,

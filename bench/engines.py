@@ -47,21 +47,29 @@ def lanes(avx2: bool) -> bool:
     return bool(native._C.use_avx2(avx2)) if native.available() else False
 
 
-def host_rows(m: int, ks: list[int], slots: int, reps: int) -> list[dict[str, Any]]:
+def host_rows(
+    m: int, ks: list[int], slots: int, reps: int, gso: bool = False
+) -> list[dict[str, Any]]:
     """Packets/s and CPU per packet of one worker against the C reflector, per engine, and
     the kernel floor: bench/c/reflector.c's batched C client pushing the same number of
     packets of the same size with the same window through the same reflector. The runs of
     the floor and of the engines alternate, best of ``reps`` each (the machine's load
-    drifts; the best run is the one least disturbed by it)."""
+    drifts; the best run is the one least disturbed by it). ``gso``: the reflector, the C
+    client and the native engines on UDP GSO/GRO (the Python engine is left out: it has no
+    offload), rows marked ``offload``."""
     rows = []
     socks = floor.worker_sockets(1)
     x = np.random.default_rng(0).standard_normal(m).astype(np.float32)
+    engines = [e for e in HOST_ENGINES if not (gso and e == "python")]
     try:
-        with floor.reflector([s.getsockname() for s in socks]) as addr:
+        with (
+            floor.udp_offload_env("on" if gso else "off"),
+            floor.reflector([s.getsockname() for s in socks], gso=gso) as addr,
+        ):
             for k in ks:
                 best: dict[str, tuple[float, float, int]] = {}
                 runs: dict[str, Any] = {}
-                for engine in HOST_ENGINES:
+                for engine in engines:
                     ses = Session(rank=0, n=1, job_id=1, job_key=1, slots=slots, k=k,
                                   engine=engine.split()[0])  # fmt: skip
                     t = UdpTransport(addr, sock=socks[0].dup())
@@ -74,7 +82,7 @@ def host_rows(m: int, ks: list[int], slots: int, reps: int) -> list[dict[str, An
                 rounds = blocks + min(slots, blocks)
                 try:
                     for _ in range(reps):
-                        for engine in HOST_ENGINES:
+                        for engine in engines:
                             ses, t = runs[engine]
                             lanes(engine != "native baseline")
                             c0, t0 = time.process_time(), time.perf_counter()
@@ -90,7 +98,7 @@ def host_rows(m: int, ks: list[int], slots: int, reps: int) -> list[dict[str, An
                                 best[engine] = (wall, cpu, pkts)
                         ru = resource.getrusage(resource.RUSAGE_CHILDREN)
                         c0 = ru.ru_utime + ru.ru_stime
-                        r = floor.run_client(addr, socks, packets, rounds, slots)
+                        r = floor.run_client(addr, socks, packets, rounds, slots, gso=gso)
                         ru = resource.getrusage(resource.RUSAGE_CHILDREN)
                         cpu = ru.ru_utime + ru.ru_stime - c0  # the client process's CPU
                         pkts = int(r["packets_in"] + r["results"])
@@ -103,7 +111,8 @@ def host_rows(m: int, ks: list[int], slots: int, reps: int) -> list[dict[str, An
                 c_cpu = best["C client"][1] / best["C client"][2]
                 for engine, (wall, cpu, pkts) in best.items():
                     rows.append({
-                        "k": k, "engine": engine, "elements": m, "slots": slots,
+                        "k": k, "engine": engine, "offload": "gso" if gso else "-",
+                        "elements": m, "slots": slots,
                         "pps": pkts / wall, "cpu_us_per_packet": cpu / pkts * 1e6,
                         "seconds": wall, "cpu_seconds": cpu, "floor_pps": c_pps,
                         "ratio_to_floor": pkts / wall / c_pps,
@@ -295,12 +304,14 @@ def print_host(rows: list[dict[str, Any]]) -> None:
           f"{rows[0]['elements']} elements, {rows[0]['slots']} slots in flight); floor: "
           "the C client sending and receiving the same packets with sendmmsg/recvmmsg "
           "(target: native >= 0.8 of it); ratios: packets/s and packets per CPU second "
-          "over the C client's")  # fmt: skip
-    print(f"{'K':>5} {'engine':>15} {'packets/s':>11} {'CPU us/pkt':>11} "
+          "over the C client's; offload gso: the worker, the client and the reflector on UDP "
+          "GSO/GRO")  # fmt: skip
+    print(f"{'K':>5} {'engine':>15} {'offload':>7} {'packets/s':>11} {'CPU us/pkt':>11} "
           f"{'ratio to C client':>18} {'CPU ratio':>10}")  # fmt: skip
     for r in rows:
-        print(f"{r['k']:>5} {r['engine']:>15} {r['pps']:>11,.0f} {r['cpu_us_per_packet']:>11.2f} "
-              f"{r['ratio_to_floor']:>18.2f} {r['cpu_ratio_to_floor']:>10.2f}")  # fmt: skip
+        print(f"{r['k']:>5} {r['engine']:>15} {r['offload']:>7} {r['pps']:>11,.0f} "
+              f"{r['cpu_us_per_packet']:>11.2f} {r['ratio_to_floor']:>18.2f} "
+              f"{r['cpu_ratio_to_floor']:>10.2f}")  # fmt: skip
 
 
 def print_engines(rows: list[dict[str, Any]]) -> None:
