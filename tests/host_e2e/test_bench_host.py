@@ -25,12 +25,15 @@ def test_bench_host_figure(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)["host"]
-    assert [r["engine"] for r in rows] == ["native", "native baseline", "python", "C client"]
+    plain = [r["engine"] for r in rows if r["offload"] == "-"]
+    gso = [r["engine"] for r in rows if r["offload"] == "gso"]  # where the kernel has it
+    assert plain == ["native", "native baseline", "python", "C client"]
+    assert gso in ([], ["native", "native baseline", "C client"])
     assert all(r["k"] == 64 and r["elements"] == 20000 for r in rows)
     assert all(r["pps"] > 0 and r["ratio_to_floor"] > 0 and r["cpu_ratio_to_floor"] > 0
                for r in rows)  # fmt: skip
-    floor = rows[-1]
-    assert floor["ratio_to_floor"] == 1 and floor["cpu_ratio_to_floor"] == 1
+    for floor in (r for r in rows if r["engine"] == "C client"):  # each set's own floor
+        assert floor["ratio_to_floor"] == 1 and floor["cpu_ratio_to_floor"] == 1
     # every row moved at least ceil(M/K) blocks and one priming packet per slot, each sent
     # and received (more with retransmissions, which a loaded machine can cause)
     assert all(r["seconds"] * r["pps"] > 2 * (-(-20000 // 64) + 64) - 1 for r in rows)
