@@ -85,7 +85,8 @@ def reconcile(
         ctl.push_config(parse_p4info(stored.p4info), stored.device_config)
         out.pushed = True
     else:
-        if stored is not None and pipeline_id(config) != stored.ident:
+        # (a target that returns no device config cannot be compared: taken as the same)
+        if stored is not None and config and pipeline_id(config) != stored.ident:
             out.problem = foreign_pipeline(pipeline_id(config), stored.ident)
             out.retry = True
             return out

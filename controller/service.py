@@ -188,18 +188,23 @@ class RegistrationService:
         else:
             running = StoredPipeline(p4info.SerializeToString(deterministic=True), config, 0)
             running.ident = pipeline_id(config)
-            if stored is not None and stored.ident != running.ident:
+            if not config:  # a target that does not return its device config
+                ctl._warn(
+                    "the switch does not return its device config: after a restart of the "
+                    "switch its pipeline must be pushed again by hand (p4reduce-ctl push)"
+                )
+            elif stored is not None and stored.ident != running.ident:
                 assert store is not None
                 raise StateError(
                     f"state database {store.path}: " + foreign_pipeline(running.ident, stored.ident)
                 )
-            if stored is None:
+            if stored is None and config:
                 stored = running
                 if store is not None:
                     store.save_pipeline(running.p4info, running.device_config)
         self.pipeline = stored
         self.static = store.static_config() if store is not None else None
-        if self.static is None and stored is not None and ctl.has_pipeline():
+        if self.static is None and ctl.has_pipeline():
             self.static = ctl.static_config()
             if store is not None and self.static.switch_ip is not None:
                 store.save_static(self.static)
