@@ -21,7 +21,7 @@ Nothing is stored off the switches: ``show_tree`` reads each switch's entries ba
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from p4reduce.proto import p4runtime_pb2
@@ -184,6 +184,31 @@ def _uninstall_tor(ctl: Controller, job: Job, parent: tuple[str, int] | None) ->
         updates.append((DELETE, _parent_entry(ctl, job, *parent, False)))
     jobs_mod.write_tolerant(ctl.conn, updates, what)
     jobs_mod.uninstall(ctl.conn, ctl.schema, job)
+
+
+def assignments(
+    tree: TreeJob, racks: Sequence[Rack], agg_port: int = program.AGG_PORT,
+    timeouts: dict[str, int] | None = None,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """Each worker's assignment, by global rank, in the form of the registration service's
+    join answer (``Assignment.from_dict`` takes it): its own ToR's address and MAC, the
+    ToR's job index, slot range and group, the job's total n and key, the program and K the
+    ToR runs; ``timeouts`` default to the service's."""
+    from .service import Timeouts  # the service's defaults; it imports much more
+
+    t = timeouts if timeouts is not None else asdict(Timeouts())
+    out: dict[int, dict[str, Any]] = {}
+    for rack, job in zip(racks, tree.tors, strict=True):
+        for m in job.members:
+            out[m.rank] = {
+                "job_id": tree.job_id, "job_index": job.job_index, "rank": m.rank,
+                "n": tree.n, "slot_base": job.slot_base, "slot_count": job.slot_count,
+                "k": rack.ctl.k, "program": rack.ctl.kind, "switch_ip": rack.ip,
+                "switch_mac": rack.mac, "agg_port": agg_port, "mgid": job.mgid,
+                "job_key": tree.key, "timeouts": dict(t),
+                "members": [x.to_dict() for x in job.members],
+            }  # fmt: skip
+    return [out[r] for r in sorted(out)]
 
 
 def create_tree(

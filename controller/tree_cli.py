@@ -15,8 +15,10 @@ connection, with the same device id, election id, timeout and TLS options. TREE.
                ...]}
 
 Members are written as for ``job create --member`` (RANK:IP:UDP_PORT:MAC:PORT, with the
-global rank and the ToR's port); ``udp_port`` fields default to the aggregation port and
-``key`` to a fresh one.
+global rank and the ToR's port); ``udp_port`` fields and ``agg_port`` (the port the
+programs were compiled with) default to the aggregation port, ``key`` to a fresh one. The
+answer (``--json``) carries every worker's assignment, as the registration service's join
+would give it (``Assignment.from_dict``): the operator hands them out.
 """
 
 from __future__ import annotations
@@ -123,7 +125,8 @@ def _create(args: argparse.Namespace, spine: Controller, connect: Connect) -> di
             _field(d, "slots", args.file), d.get("key"),
         )  # fmt: skip
         shown = tree.show_tree(spine, [r.ctl for r in racks], job.job_id)
-    return {**shown, "job_key": job.key}
+        given = tree.assignments(job, racks, addr.udp_port(d.get("agg_port", agg), "agg_port"))
+    return {**shown, "job_key": job.key, "assignments": given}
 
 
 def run(args: argparse.Namespace, spine: Controller, connect: Connect) -> tuple[Any, str]:

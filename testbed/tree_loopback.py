@@ -33,9 +33,9 @@ from typing import Any
 import numpy as np
 
 from ..controller import Controller, Member
-from ..controller.client import Assignment, Timeouts
+from ..controller.client import Assignment
 from ..controller.static_config import StaticConfig
-from ..controller.tree import Parent, Rack, TreeJob, create_tree, delete_tree
+from ..controller.tree import Parent, Rack, TreeJob, assignments, create_tree, delete_tree
 from ..host.api import AllreduceSession
 from ..stack.agg_ports import lease_agg_port
 from ..stack.process import die_with_parent_preexec, find_p4src, terminate
@@ -179,16 +179,11 @@ class TreeLoopback:
             time.sleep(0.05)
 
     def assignment(self, rank: int) -> Assignment:
-        r = rank // self.per_rack
-        tj = self.job.tors[r]
-        port = self.rack_specs[r].members[rank % self.per_rack].udp_port
-        return Assignment(
-            job_id=self.job_id, job_index=tj.job_index, rank=rank, n=self.n,
-            slot_base=tj.slot_base, slot_count=tj.slot_count, k=64, program=self.program,
-            switch_ip=tor_ip(r), switch_mac=tor_mac(r), agg_port=self.port, mgid=tj.mgid,
-            job_key=self.job.key, timeouts=Timeouts(20, 200, 200),
-            members=[{"rank": rank, "udp_port": port}],
-        )  # fmt: skip
+        """Worker ``rank``'s assignment (controller/tree.py's ``assignments``), with first
+        timeouts of 20 ms (loopback)."""
+        every = assignments(self.job, self.rack_specs, self.port,
+                            {"initial_ms": 20, "max_ms": 200, "retries": 200})  # fmt: skip
+        return Assignment.from_dict(every[rank])
 
     # ------------------------------------------------------------------ use
     def set_loss(self, p: float) -> None:

@@ -116,6 +116,7 @@ def test_ctl_tree_create_show_delete(
     racks = tree.rack_specs
     spec = {
         "job_id": 40, "slots": 4,
+        "agg_port": tree.port,
         "spine": {"ip": SPINE_IP, "mac": SPINE_MAC, "udp_port": tree.port},
         "racks": [
             {"grpc_addr": r.ctl.conn.addr, "ip": r.ip, "mac": r.mac, "spine_port": r.spine_port,
@@ -131,6 +132,12 @@ def test_ctl_tree_create_show_delete(
     created = json.loads(out)
     n, racks_n = tree.n, len(racks)
     assert created["job_id"] == 40 and created["n"] == n and 0 <= created["job_key"] < 2**32
+    # every worker's assignment: its own ToR, the total n, the job's key
+    given = created["assignments"]
+    assert [a["rank"] for a in given] == list(range(n))
+    assert all(a["n"] == n and a["job_key"] == created["job_key"] for a in given)
+    assert [a["switch_ip"] for a in given] == [r.ip for r in racks for _ in r.members]
+    assert {(a["k"], a["program"], a["agg_port"]) for a in given} == {(64, "sparse", tree.port)}
     tors = [a for r in racks for a in ("--tor", r.ctl.conn.addr)]
     rc, out, err = _ctl(capsys, tree, "tree", "show", "--job", "40", *tors)
     assert rc == 0, err
