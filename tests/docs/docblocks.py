@@ -15,6 +15,8 @@ with the options (``;``-separated, each ``key`` or ``key: value``):
   suite's summary;
 - ``synopsis``      a usage synopsis: every ``--option`` it names must appear in the
   ``--help`` of its program (and of the subcommands its indented lines name);
+- ``api: MODULE... [ALIAS=NAME]...``  an API listing: every ``name(...)`` it writes must
+  exist in the modules, with the real parameters (tests/docs/docapi.py);
 - ``group: NAME``   the examples of a file with one group run in order in one scratch
   directory, sharing its background processes (a walkthrough);
 - ``file: NAME``    the block is written to NAME in the scratch directory, not run;
@@ -33,7 +35,7 @@ from pathlib import Path
 
 SHELLS = {"sh", "bash", "shell", "console"}
 PYTHONS = {"python", "py"}
-KEYS = {"skip", "synopsis", "group", "file", "setup", "background", "expect", "timeout"}
+KEYS = {"skip", "synopsis", "api", "group", "file", "setup", "background", "expect", "timeout"}
 MARKER = re.compile(r"^<!--\s*doctest:(.*?)-->\s*$")
 FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([\w+-]*)")
 COMMANDISH = re.compile(r"^(\$ |p4reduce|\.venv/bin/|python3? |make |sudo )")

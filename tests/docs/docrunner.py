@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
 
+import docapi
 from docblocks import Block, commands
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -275,6 +276,11 @@ def run_block(block: Block, scratch: Scratch) -> str:
         out += scratch.start(block.where, cmd, left())
     if "synopsis" in block.options:
         check_synopsis(block, scratch, left())
+    elif "api" in block.options:
+        try:
+            docapi.check(block.text, str(block.option("api")))
+        except (LookupError, ImportError, ValueError, TypeError) as exc:
+            raise DocError(f"{block.where}: {exc}") from None
     elif "file" in block.options:
         (scratch.path / str(block.option("file"))).write_text(block.text)
     elif block.lang == "python":

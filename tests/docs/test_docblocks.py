@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import docapi
 import pytest
 from docblocks import Block, MarkerError, blocks, commands, parse_marker, strip_comment
 from docrunner import DocError, Scratch, run_block, synopsis_programs
@@ -91,3 +92,18 @@ def test_synopsis_check(tmp_path: Path) -> None:
         run_block(_block(tmp_path, "sh", "p4reduce-stf [--json] P T\n", synopsis=[""]), scratch)
         with pytest.raises(DocError, match="names --jsn, which"):
             run_block(_block(tmp_path, "sh", "p4reduce-stf [--jsn] P T\n", synopsis=[""]), scratch)
+
+
+def test_api_listings_are_checked_against_the_signatures() -> None:
+    wire = "p4reduce.host.wire"
+    assert docapi.check("unpack_header(data) -> AggHeader\ncheck_length(h, length, k)\n", wire) == 2
+    with pytest.raises(LookupError, match="unpack_header: no parameter 'raw'"):
+        docapi.check("unpack_header(raw)\n", wire)
+    with pytest.raises(LookupError, match="check_length: the listing lacks k"):
+        docapi.check("x; check_length(h, length)\n", wire)
+    assert docapi.check("check_length(..., k)   # elided: only k is named\n", wire) == 1
+    with pytest.raises(LookupError, match="'nothing_like_it' is in none of the marker's modules"):
+        docapi.check("nothing_like_it(a)\n", wire)
+    listing = "s.allreduce(array, op, mode, out, exponents)\ns.barrier(name)\n"
+    assert docapi.check(listing, "p4reduce.host s=AllreduceSession") == 2
+    assert docapi.check("y = unpack_header(b'')  # an example call, not a listing\n", wire) == 0
