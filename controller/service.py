@@ -114,7 +114,8 @@ class RegistrationService:
         self.watcher: Watcher | None = None
         self.pipeline: StoredPipeline | None = None  # the pipeline the jobs run on
         self.static: StaticConfig | None = None
-        self.switch_epoch = 0  # reconciliations done (waiters of a lost switch watch it)
+        self.switch_epoch = 0  # reconciliations that repaired a switch which lost state
+        self.reconciliations = 0  # every reconnection (waiters of a lost switch watch it)
         # (job, generation) -> why re-forming the job failed, for every rank that waited
         self._reform_errors: dict[tuple[int, int], ControllerError] = {}
         self.host, self.port = host, port
@@ -234,7 +235,9 @@ class RegistrationService:
 
     def _reconciled(self, outcome: Outcome) -> None:
         with self.cond:
-            self.switch_epoch += 1
+            if outcome.pushed or outcome.installed:  # the switch had lost state
+                self.switch_epoch += 1
+            self.reconciliations += 1
             self.cond.notify_all()
 
     def _persist(self, job_id: int) -> None:
@@ -625,7 +628,7 @@ class RegistrationService:
         error: ControllerError | None = None
         deadline = time.monotonic() + wait
         while True:
-            epoch = self.switch_epoch
+            seen = self.reconciliations
             try:
                 self.controller.clear_slots(job_id)
                 error = None
@@ -639,7 +642,7 @@ class RegistrationService:
                 break
             with self.cond:
                 try:
-                    self._wait(lambda e=epoch: self.switch_epoch != e, left)
+                    self._wait(lambda n=seen: self.reconciliations != n, left)
                 except Stopping as err:
                     error = err
                     break

@@ -16,12 +16,12 @@ SECRET = "the-secret-of-the-failure-tests"
 SIZE = 20000  # a call of a few ms: a kill lands in one, or in the pause between two
 
 
-def contribution(rank: int, call: int) -> np.ndarray:
-    return np.arange(SIZE, dtype=np.int32) * (rank + 1) + call
+def contribution(rank: int, call: int, size: int = SIZE) -> np.ndarray:
+    return np.arange(size, dtype=np.int32) * (rank + 1) + call
 
 
-def expected(n: int, call: int) -> np.ndarray:
-    return np.arange(SIZE, dtype=np.int32) * (n * (n + 1) // 2) + n * call
+def expected(n: int, call: int, size: int = SIZE) -> np.ndarray:
+    return np.arange(size, dtype=np.int32) * (n * (n + 1) // 2) + n * call
 
 
 @dataclass

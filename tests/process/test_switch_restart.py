@@ -22,6 +22,7 @@ from p4reduce.stack.loopback import SWITCH_IP, SWITCH_MAC
 
 CALLS = 40
 KILL_AT = 6  # calls done by both ranks before the switch is killed
+ONE_ROUND = 1000  # elements: under 64 slots x K = 64
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from job_ranks import SECRET, Job, contribution, expected  # noqa: E402
@@ -110,3 +111,58 @@ def _outcome(s: AllreduceSession, x: np.ndarray) -> Any:
         return s.allreduce(x)
     except AllreduceTimeout as err:
         return err
+
+
+def test_a_worker_one_call_ahead_contributes_to_its_last_call_again(tmp_path: Path) -> None:
+    """The switch dies after rank 0 got every result of call 2 and rank 1 none (the loss
+    simulator drops rank 1's results): rank 0 is in call 3, rank 1 still in call 2. After the
+    restart rank 0 contributes to call 2 again from its kept input (host/replay.py), then
+    both run call 3: every result exact on both ranks. The calls fit one round of the job's
+    slots (ONE_ROUND elements), so rank 0 can complete call 2 without rank 1's results."""
+    with LocalStack(
+        ports=2, initial_timeout_ms=50, max_timeout_ms=500, retries=12, join_timeout=60
+    ) as stack:
+        with ThreadPoolExecutor(2) as joins:
+            sessions = list(
+                joins.map(
+                    lambda r: AllreduceSession.join(
+                        stack.url,
+                        1,
+                        r,
+                        2,
+                        sock=stack.sockets[r],
+                        switch_port=r + 1,
+                        secret=SECRET,
+                        timeout=60,
+                    ),  # fmt: skip
+                    range(2),
+                )
+            )
+        ranks = [ThreadPoolExecutor(1) for _ in range(2)]  # each rank's calls, in order
+        new = None
+        try:
+            for i in range(2):
+                done = [
+                    ranks[r].submit(sessions[r].allreduce, contribution(r, i, ONE_ROUND))
+                    for r in (0, 1)
+                ]
+                assert all(np.array_equal(f.result(60), expected(2, i, ONE_ROUND)) for f in done)
+            stack.ctl("loss", "1.0", "--port", "2", "--direction", "out", election_id=10)
+            late = ranks[1].submit(sessions[1].allreduce, contribution(1, 2, ONE_ROUND))
+            ahead = ranks[0].submit(sessions[0].allreduce, contribution(0, 2, ONE_ROUND))
+            assert np.array_equal(ahead.result(30), expected(2, 2, ONE_ROUND))  # rank 0 has call 2
+            third = ranks[0].submit(sessions[0].allreduce, contribution(0, 3, ONE_ROUND))
+            new = restart_switch(stack, tmp_path / "switch2.log")  # loss gone with it
+            assert np.array_equal(late.result(60), expected(2, 2, ONE_ROUND))
+            last = ranks[1].submit(sessions[1].allreduce, contribution(1, 3, ONE_ROUND))
+            assert np.array_equal(third.result(60), expected(2, 3, ONE_ROUND))
+            assert np.array_equal(last.result(60), expected(2, 3, ONE_ROUND))
+            assert sessions[0].retried == 1 and sessions[1].retried == 1
+        finally:
+            for pool in ranks:
+                pool.shutdown(cancel_futures=True)
+            for s in sessions:
+                s.close()
+            if new is not None:
+                new.kill()
+                new.wait(10)
