@@ -99,6 +99,14 @@ def _parser() -> argparse.ArgumentParser:
         "interpreter; also used with --log-level trace)",
     )
     p.add_argument(
+        "--udp-offload",
+        choices=("on", "off"),
+        default=None,
+        help="UDP GSO/GRO on the UDP adapter's socket in the native I/O loop: on where the "
+        "kernel has it (the default, unless P4REDUCE_UDP_OFFLOAD=0) or off (one datagram per "
+        "system-call entry; docs/ports.md)",
+    )
+    p.add_argument(
         "--log-level",
         default="info",
         choices=["trace", "debug", "info", "warn", "error", "off"],
@@ -180,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{PROG}: error: --grpc-tls-cert and --grpc-tls-key go together", file=sys.stderr)
             return 1
         tls = ServerTls(args.grpc_tls_cert, args.grpc_tls_key, args.grpc_tls_client_ca)
-    dataplane = make_dataplane(device, ports)
+    offload = None if args.udp_offload is None else args.udp_offload == "on"
+    dataplane = make_dataplane(device, ports, udp_offload=offload)
     device.port_map = lambda: port_map(ports, dataplane)  # what controllers check members by
     # the Python UDP adapter logs unknown senders itself; the native loop only counts them
     report = UnknownSenderReport(ports, dataplane) if hasattr(dataplane, "loop") else None

@@ -21,13 +21,14 @@ log = logging.getLogger("p4reduce.switch")
 BURST = 64  # frames taken from one socket before looking at the others again
 
 
-def make_dataplane(device: Any, ports: dict[int, Port]) -> Any:
+def make_dataplane(device: Any, ports: dict[int, Port], udp_offload: bool | None = None) -> Any:
     """The native I/O loop when the device's engine offers ``native_handler()`` and the loop
     builds here (``native_dataplane.NativeDataplane``), else the Python loop below. A switch
     started without a program (``--no-p4``) and not told ``--engine python`` takes the native
     loop too, so the pipeline a controller pushes later runs natively; one it cannot run
     natively still runs, on the Python engine through the loop. Where the loop cannot be
-    built, one line says why."""
+    built, one line says why. ``udp_offload``: the native loop's UDP GSO/GRO (None:
+    $P4REDUCE_UDP_OFFLOAD, on by default)."""
     from .native_dataplane import NativeDataplane, native_handler_of
 
     no_program_yet = device.state is None and getattr(device, "engine", "python") != "python"
@@ -41,7 +42,7 @@ def make_dataplane(device: Any, ports: dict[int, Port]) -> Any:
             "native I/O loop unavailable (%s); using the Python loop", ioloop.unavailable_reason()
         )
         return Dataplane(device, ports)
-    return NativeDataplane(device, ports, lib)
+    return NativeDataplane(device, ports, lib, udp_offload=udp_offload)
 
 
 class Dataplane:

@@ -53,10 +53,14 @@ def native_handler_of(device: Any, state: Any = None) -> tuple[int, int] | None:
 class NativeDataplane:
     """Same interface as ``Dataplane`` (start, stop, transmit, no_such_port)."""
 
-    def __init__(self, device: Any, ports: dict[int, Port], lib: Any = None) -> None:
+    def __init__(
+        self, device: Any, ports: dict[int, Port], lib: Any = None, udp_offload: bool | None = None
+    ) -> None:
         self.device = device
         self.ports = ports
-        self.loop = ioloop.NativeIoLoop(ports, cpu_port=device.cpu_port, lib=lib)
+        self.loop = ioloop.NativeIoLoop(
+            ports, cpu_port=device.cpu_port, lib=lib, udp_offload=udp_offload
+        )
         self.transmit_dropped = 0  # the loop's transmit queue was full
         self.python_dropped = 0  # frames for the Python engine beyond PY_BACKLOG
         self._stop = threading.Event()

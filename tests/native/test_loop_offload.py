@@ -173,3 +173,44 @@ def test_the_environment_and_the_socket_left_as_found(
     finally:
         adapter.close()
         peer.close()
+
+
+def _kernel_offloads() -> frozenset[str]:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    have = set()
+    try:
+        s.getsockopt(SOL_UDP, UDP_SEGMENT)
+        have.add("gso")
+    except OSError:
+        pass
+    try:
+        s.setsockopt(SOL_UDP, UDP_GRO, 1)
+        have.add("gro")
+    except OSError:
+        pass
+    s.close()
+    return frozenset(have)
+
+
+@pytest.mark.parametrize("option", ["off", "on"])
+def test_the_switch_option_reaches_the_loop(lib, option: str) -> None:
+    """p4reduce-switch --udp-offload on|off: the data plane's native loop is built with it
+    (on: what the kernel offers)."""
+    from p4reduce.switch.p4runtime import Device
+    from p4reduce.switch.process.cli import _parser
+    from p4reduce.switch.process.dataplane import make_dataplane
+
+    args = _parser().parse_args(["--no-p4", "--udp-offload", option])
+    peer = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    peer.bind(("127.0.0.1", 0))
+    adapter = UdpAdapter(("127.0.0.1", 0), {1: peer.getsockname()})
+    try:
+        on = args.udp_offload == "on"
+        dp = make_dataplane(Device(1, cpu_port=CPU), dict(adapter.ports), udp_offload=on)
+        try:
+            assert dp.loop.offload == (_kernel_offloads() if on else frozenset())
+        finally:
+            dp.stop()
+    finally:
+        adapter.close()
+        peer.close()
