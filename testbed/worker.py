@@ -106,19 +106,22 @@ def run_plan(
     timeout: float = 60.0,
     emit: Callable[[dict[str, Any]], None] | None = None,
     secret: str | None = None,
+    session: Any = None,
 ) -> list[dict[str, Any]]:
     """Join, run the plan, leave; the per-call lines (also handed to ``emit`` as they come).
     The worker process calls this; bench/allreduce.py calls it from threads too. Without
     ``sock``, the session binds one on ``bind_ip`` and registers it with ``mac``. ``secret``:
-    the job's (default ``$P4REDUCE_JOB_SECRET``, which the stacks set)."""
+    the job's (default ``$P4REDUCE_JOB_SECRET``, which the stacks set). ``session``: an open
+    session to use (and close) instead of joining (testbed/mininet/tree_worker.py)."""
     from p4reduce.host.api import AllreduceSession
 
     lines: list[dict[str, Any]] = []
     probe = cpu_probe()
-    session = AllreduceSession.join(
-        url, job_id, rank, n, sock=sock, bind_ip=bind_ip, mac=mac, switch_port=switch_port,
-        slots=slots, timeout=timeout, secret=secret,
-    )  # fmt: skip
+    if session is None:
+        session = AllreduceSession.join(
+            url, job_id, rank, n, sock=sock, bind_ip=bind_ip, mac=mac, switch_port=switch_port,
+            slots=slots, timeout=timeout, secret=secret,
+        )  # fmt: skip
     try:
         for group in item_groups(plan):
             # each item's tensor and result buffer, then one barrier for the group

@@ -20,6 +20,7 @@ where they allow it):
 
 from __future__ import annotations
 
+import functools
 import itertools
 import shutil
 import statistics
@@ -83,6 +84,8 @@ class Point:
     # with other points in its batch: its timed calls in this many rounds, interleaved
     # with theirs (rounds.py)
     rounds: int = 1
+    # leaf-spine (leafspine.py): the workers in this many racks under one spine; 0: one switch
+    racks: int = 0
 
 
 @dataclass
@@ -297,7 +300,10 @@ def rows_for(
 def stack_key(point: Point) -> tuple[Any, ...]:
     """What a point needs of the stack: points that agree on it can share one (the link
     loss can change on a running stack)."""
-    return (replace(point.shape, loss=0.0), point.program, point.k, point.slots, point.retx_ms)
+    # a leaf-spine job spans all the stack's hosts: its racks and workers are the stack's
+    tree = (point.racks, point.workers) if point.racks else ()
+    return (replace(point.shape, loss=0.0), point.program, point.k, point.slots, point.retx_ms,
+            *tree)  # fmt: skip
 
 
 def run_points(
@@ -352,7 +358,12 @@ def run_group(
     workdir = make_workdir(out)
     keep = False
     try:
-        with MininetStack(
+        cls: Callable[..., MininetStack] = MininetStack
+        if first.racks:
+            from .leafspine import LeafSpineStack
+
+            cls = functools.partial(LeafSpineStack, racks=first.racks)
+        with cls(
             hosts, first.shape, first.program, switch=switch, k=first.k, slots=first.slots,
             workdir=workdir, build_dir=out / "build", log=log,
             join_timeout=sum(p.timeout for p in points), initial_timeout_ms=first.retx_ms,

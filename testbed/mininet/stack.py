@@ -270,9 +270,10 @@ class MininetStack(Stack):
             self._log(f"compiled {self.program}.p4 in {time.perf_counter() - t0:.1f} s")
         return prefix
 
-    def _start_topology(self) -> None:
+    def _start_topology(self, extra: dict[str, Any] | None = None) -> None:
+        """``extra``: more of the driver's spec (the leaf-spine stack's ``racks``)."""
         spec = {"hosts": self.n, "bw": self.shape.bw, "delay_ms": self.shape.delay_ms,
-                "loss": self.shape.loss, "mtu": data_link_mtu(self.k)}  # fmt: skip
+                "loss": self.shape.loss, "mtu": data_link_mtu(self.k), **(extra or {})}  # fmt: skip
         script = Path(topology.__file__)
         # its own session: a Ctrl-C at the terminal reaches this process, which then tears
         # down in order (processes first), rather than the driver pulling links away early
@@ -347,17 +348,20 @@ class MininetStack(Stack):
         for h in self.hosts:
             ns = ["nsenter", f"--net=/proc/{h.pid}/ns/net", "--"]
             for prefix, dev in ((ns, h.intf), ([], h.switch_intf)):
-                tc = [*prefix, "tc"]
-                shown = subprocess.run([*tc, "qdisc", "show", "dev", dev], capture_output=True,
-                                       text=True).stdout  # fmt: skip
-                if "clsact" not in shown:
-                    self._tc([*tc, "qdisc", "add", "dev", dev, "clsact"])
-                subprocess.run([*tc, "filter", "del", "dev", dev, "egress"],
-                               capture_output=True)  # fmt: skip
-                if p > 0:
-                    self._tc([*tc, "filter", "add", "dev", dev, "egress", "bpf", "da",
-                              "bytecode", topology.loss_filter(p)])  # fmt: skip
+                self._replace_loss(prefix, dev, p)
         self.shape = replace(self.shape, loss=p)
+
+    def _replace_loss(self, prefix: list[str], dev: str, p: float) -> None:
+        """The loss filter on ``dev``'s egress (run through ``prefix``, e.g. nsenter)."""
+        tc = [*prefix, "tc"]
+        shown = subprocess.run([*tc, "qdisc", "show", "dev", dev], capture_output=True,
+                               text=True).stdout  # fmt: skip
+        if "clsact" not in shown:
+            self._tc([*tc, "qdisc", "add", "dev", dev, "clsact"])
+        subprocess.run([*tc, "filter", "del", "dev", dev, "egress"], capture_output=True)
+        if p > 0:
+            self._tc([*tc, "filter", "add", "dev", dev, "egress", "bpf", "da",
+                      "bytecode", topology.loss_filter(p)])  # fmt: skip
 
     @staticmethod
     def _tc(args: list[str]) -> None:

@@ -54,6 +54,15 @@ SWITCH_IP = DATA_NET + "254"
 SWITCH_MAC = "02:00:00:00:00:fe"
 MGMT_IP = MGMT_NET + "254"
 MAX_HOSTS = 32  # the switch's bitmap width (docs/p4src.md, 'Tofino's rules')
+# Leaf-spine ("racks" in the spec, docs/testbed.md "Leaf-spine"): ToR r answers at
+# 10.0.0.(TOR_IP_BASE + r), the spine at SPINE_IP; ToR r's port w is host w of its rack, its
+# port UPLINK_PORT the spine, whose port r + 1 is ToR r. Root-namespace ends keep the "p4r-"
+# prefix, so that the cleanup finds them: p4r-tRpW (ToR r, port w), p4r-tRup, p4r-sP.
+TOR_IP_BASE = 200
+SPINE_IP = DATA_NET + "250"
+SPINE_MAC = "02:00:00:00:02:00"
+UPLINK_PORT = 40
+MAX_RACKS = 8
 DEFAULT_MTU = 1500
 MAX_MTU = 9000  # a jumbo frame: K = 1024's 4,148-byte IP packets need more than 1500
 LOCK = "/run/lock/p4reduce-testbed.lock"
@@ -66,6 +75,29 @@ class TopologyError(Exception):
 
 def host_mac(i: int) -> str:
     return f"02:00:0a:00:00:{i:02x}"
+
+
+def tor_ip(r: int) -> str:
+    return f"{DATA_NET}{TOR_IP_BASE + r}"
+
+
+def tor_mac(r: int) -> str:
+    return f"02:00:00:00:01:{r:02x}"
+
+
+def placement(spec: dict, i: int) -> tuple[int, int, str]:
+    """Host i's (1-based) rack (0 without racks), its switch port and that port's
+    root-namespace interface."""
+    if not spec["racks"]:
+        return 0, i, f"{SWITCH_NODE}-eth{i}"
+    per = spec["hosts"] // spec["racks"]
+    r, w = divmod(i - 1, per)
+    return r, w + 1, f"{SWITCH_NODE}-t{r}p{w + 1}"
+
+
+def uplink_intfs(r: int) -> tuple[str, str]:
+    """ToR r's end of its link to the spine, and the spine's end."""
+    return f"{SWITCH_NODE}-t{r}up", f"{SWITCH_NODE}-s{r + 1}"
 
 
 def run(*args: str) -> str:
@@ -224,8 +256,12 @@ def parse_spec(text: str) -> dict:
     mtu = int(spec.get("mtu") or DEFAULT_MTU)
     if not 576 <= mtu <= MAX_MTU:
         raise TopologyError(f"MTU {mtu} is outside 576 .. {MAX_MTU}")
+    racks = int(spec.get("racks") or 0)
+    if racks and (not 1 <= racks <= MAX_RACKS or n % racks):
+        raise TopologyError(f"{racks} racks for {n} hosts: 1 .. {MAX_RACKS}, dividing the hosts")
     return {
         "hosts": n,
+        "racks": racks,
         "bw": None if spec.get("bw") is None else float(spec["bw"]),
         "delay_ms": None if spec.get("delay_ms") is None else float(spec["delay_ms"]),
         "loss": loss,
@@ -301,15 +337,19 @@ def build(spec: dict):  # -> (Mininet, report dict)
     params = data_link_params(spec)
     for i in range(1, spec["hosts"] + 1):
         h = net.addHost(f"h{i}", ip=f"{DATA_NET}{i}/24", mac=host_mac(i))
+        _, port, swi = placement(spec, i)
+        where = {} if spec["racks"] else {"port2": port}  # sw holds every switch's ends
         net.addLink(
-            h, sw, cls=TCLink, intfName1=f"h{i}-eth0", intfName2=f"{SWITCH_NODE}-eth{i}",
-            port2=i, **params,
+            h, sw, cls=TCLink, intfName1=f"h{i}-eth0", intfName2=swi, **where, **params,
         )  # fmt: skip
         net.addLink(
             h, mg, cls=Link, intfName1=f"h{i}-eth1", intfName2=f"{MGMT_NODE}-eth{i}",
             params1={"ip": f"{MGMT_NET}{i}/24"},
         )  # fmt: skip
         hosts.append(h)
+    for r in range(spec["racks"]):  # the ToR-spine links: shaped like the hosts' links
+        up, down = uplink_intfs(r)
+        net.addLink(sw, sw, cls=TCLink, intfName1=up, intfName2=down, **params)
     net.build()
     return net, sw, mg, hosts
 
@@ -321,7 +361,7 @@ def configure(spec: dict, hosts: list) -> None:
         # IPv6 router and neighbour solicitations would cost the slow switch for nothing
         h.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1")
         h.cmd(f"ethtool -K h{i}-eth0 " + " ".join(off))
-        swi = f"{SWITCH_NODE}-eth{i}"
+        swi = placement(spec, i)[2]
         quiet("ethtool", "-K", swi, *off)
         # both ends of the data link: a larger K needs a jumbo MTU (stack.data_link_mtu)
         if spec["mtu"] != DEFAULT_MTU:
@@ -333,9 +373,12 @@ def configure(spec: dict, hosts: list) -> None:
         quiet("sysctl", "-qw", f"net.ipv6.conf.{MGMT_NODE}-eth{i}.disable_ipv6=1")
         for cmd in switch_port_commands(swi):
             run("sh", "-c", cmd)
+    configure_uplinks(spec, off)
+    if spec["racks"]:
+        static_arp(hosts)
     if spec["delay_ms"]:
         # Mininet only prints tc's complaint when netem is missing: check it took effect
-        qdiscs = run("tc", "qdisc", "show", "dev", f"{SWITCH_NODE}-eth1")
+        qdiscs = run("tc", "qdisc", "show", "dev", placement(spec, 1)[2])
         if "netem" not in qdiscs:
             raise TopologyError(
                 "--delay needs the kernel's netem qdisc (CONFIG_NET_SCH_NETEM), which this "
@@ -348,8 +391,11 @@ def configure(spec: dict, hosts: list) -> None:
                 if "__done__" not in out:
                     raise TopologyError(f"h{i}: {cmd}: {out.strip()}")
             # the switch port has its clsact qdisc already (switch_port_commands, above)
-            swi = f"{SWITCH_NODE}-eth{i}"
+            swi = placement(spec, i)[2]
             run("sh", "-c", bpf_filter_command(swi, "egress", loss_filter(spec["loss"])))
+        for r in range(spec["racks"]):
+            for swi in uplink_intfs(r):
+                run("sh", "-c", bpf_filter_command(swi, "egress", loss_filter(spec["loss"])))
     run("ip", "link", "add", BRIDGE, "type", "bridge")
     quiet("sysctl", "-qw", f"net.ipv6.conf.{BRIDGE}.disable_ipv6=1")
     run("ip", "addr", "add", f"{MGMT_IP}/24", "dev", BRIDGE)
@@ -357,12 +403,46 @@ def configure(spec: dict, hosts: list) -> None:
         run("ip", "link", "set", f"{MGMT_NODE}-eth{i}", "master", BRIDGE, "up")
     run("ip", "link", "set", BRIDGE, "up")
     for i in range(1, len(hosts) + 1):
-        run("ip", "link", "set", f"{SWITCH_NODE}-eth{i}", "up")
+        run("ip", "link", "set", placement(spec, i)[2], "up")
+
+
+def configure_uplinks(spec: dict, off: list[str]) -> None:
+    """Both (root-namespace) ends of every ToR-spine link: switch ports as the hosts' ones."""
+    for r in range(spec["racks"]):
+        for swi in uplink_intfs(r):
+            quiet("ethtool", "-K", swi, *off)
+            if spec["mtu"] != DEFAULT_MTU:
+                run("ip", "link", "set", swi, "mtu", str(spec["mtu"]))
+            quiet("sysctl", "-qw", f"net.ipv6.conf.{swi}.disable_ipv6=1")
+            for cmd in switch_port_commands(swi):
+                run("sh", "-c", cmd)
+            run("ip", "link", "set", swi, "up")
+
+
+def static_arp(hosts: list) -> None:
+    """Every host knows every other host's MAC: across racks nothing is flooded (the ToRs
+    forward the other racks' MACs to the spine; a flood there would come back)."""
+    for i, h in enumerate(hosts, start=1):
+        for j in range(1, len(hosts) + 1):
+            if j != i:
+                out = h.cmd(f"ip neigh replace {DATA_NET}{j} lladdr {host_mac(j)} dev h{i}-eth0 "
+                            "nud permanent && echo __done__")  # fmt: skip
+                if "__done__" not in out:
+                    raise TopologyError(f"h{i}: static ARP entry for h{j}: {out.strip()}")
 
 
 def report(spec: dict, hosts: list) -> dict:
+    racks = [
+        {"rack": r, "ip": tor_ip(r), "mac": tor_mac(r), "uplink_port": UPLINK_PORT,
+         "uplink_intf": uplink_intfs(r)[0], "spine_port": r + 1,
+         "spine_intf": uplink_intfs(r)[1]}
+        for r in range(spec["racks"])
+    ]  # fmt: skip
     return {
         "ready": True,
+        "racks": racks,
+        "spine_ip": SPINE_IP,
+        "spine_mac": SPINE_MAC,
         "driver_pid": os.getpid(),
         "switch_ip": SWITCH_IP,
         "switch_mac": SWITCH_MAC,
@@ -379,8 +459,9 @@ def report(spec: dict, hosts: list) -> dict:
                 "intf": f"h{i}-eth0",
                 "mgmt_ip": f"{MGMT_NET}{i}",
                 "mgmt_intf": f"h{i}-eth1",
-                "switch_port": i,
-                "switch_intf": f"{SWITCH_NODE}-eth{i}",
+                "rack": placement(spec, i)[0],
+                "switch_port": placement(spec, i)[1],
+                "switch_intf": placement(spec, i)[2],
             }  # fmt: skip
             for i, h in enumerate(hosts, start=1)
         ],
