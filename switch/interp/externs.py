@@ -7,7 +7,7 @@ that validates its input and raises ``ExternError`` naming the problem.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, MutableSequence, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,11 +23,37 @@ def _check_index(name: str, index: int, size: int) -> None:
         raise ExternError(f"{name}: index {index} is out of range (size {size})")
 
 
+class RegisterStore:
+    """Where a register's cells live: by default a Python list, which the interpreter's
+    generated code indexes directly (ExternCallGen.register_cells). The native engine
+    injects its own store (switch/native/mirror.py), whose ``cells`` read and write the
+    engine's copy; the ``Register`` above either is the same object."""
+
+    def __init__(self, size: int) -> None:
+        self.cells: MutableSequence[int] = [0] * size
+
+    def fill(self, indexes: Sequence[int], cell: int) -> None:
+        """Store ``cell`` (already wrapped) at every index (checked by the caller)."""
+        if len(indexes) == len(self.cells):
+            self.cells[:] = [cell] * len(self.cells)  # in place: generated code holds it
+            return
+        for i in indexes:
+            self.cells[i] = cell
+
+
 class Register:
-    def __init__(self, name: str, size: int, width: int, signed: bool) -> None:
+    def __init__(
+        self, name: str, size: int, width: int, signed: bool, store: RegisterStore | None = None
+    ) -> None:
         self.name, self.size, self.width, self.signed = name, size, width, signed
-        self.values: list[int] = [0] * size
         self._mask = (1 << width) - 1
+        self.use_store(store if store is not None else RegisterStore(size))
+
+    def use_store(self, store: RegisterStore) -> None:
+        """Keep the cells in ``store`` from now on (the caller moves the values over)."""
+        self.store = store
+        # a plain attribute, not a property: the interpreter's reads stay one list index
+        self.values: MutableSequence[int] = store.cells
 
     def _wrap(self, v: int) -> int:
         v &= self._mask
@@ -48,47 +74,97 @@ class Register:
         _check_index(self.name, index, self.size)
         return self.values[index] & self._mask
 
-    def cp_write(self, index: int, value: int) -> None:
-        _check_index(self.name, index, self.size)
+    def _check_value(self, value: int) -> None:
         if not 0 <= value <= self._mask and not (
             self.signed and -(1 << (self.width - 1)) <= value < 0
         ):
             raise ExternError(f"{self.name}: value {value} does not fit in {self.width} bits")
+
+    def cp_write(self, index: int, value: int) -> None:
+        _check_index(self.name, index, self.size)
+        self._check_value(value)
         self.values[index] = self._wrap(value)
 
+    def cp_fill(self, indexes: list[int], value: int) -> None:
+        """``cp_write(i, value)`` for every index, through one store call (wildcard writes:
+        the native store writes all cells in one engine call, or only the named ones)."""
+        for i in (indexes[0], indexes[-1]) if indexes else ():
+            _check_index(self.name, i, self.size)
+        self._check_value(value)
+        if not indexes:
+            return
+        if len(indexes) != self.size:
+            for i in indexes:
+                _check_index(self.name, i, self.size)
+        self.store.fill(indexes, self._wrap(value))
+
     def reset(self) -> None:
-        # in place: generated code holds this list (see ExternCallGen.m_register_read)
-        self.values[:] = [0] * self.size
+        self.store.fill(range(self.size), 0)
+
+
+class CounterStore:
+    """Where a counter's packet and byte counts live: Python lists by default; the native
+    engine injects a store whose sequences read and write the engine's cells."""
+
+    def __init__(self, size: int) -> None:
+        self.packets: MutableSequence[int] = [0] * size
+        self.bytes: MutableSequence[int] = [0] * size
+
+    def count(self, index: int, length: int) -> None:
+        self.packets[index] += 1
+        self.bytes[index] += length
+
+    def get(self, index: int) -> tuple[int, int]:
+        return self.packets[index], self.bytes[index]
+
+    def put(self, index: int, packets: int, nbytes: int) -> None:
+        self.packets[index], self.bytes[index] = packets, nbytes
+
+    def put_all(self, packets: list[int], nbytes: list[int]) -> None:
+        self.packets[:], self.bytes[:] = packets, nbytes
 
 
 class Counter:
-    def __init__(self, name: str, size: int, unit: str) -> None:
-        self.name, self.size, self.unit = (
-            name,
-            size,
-            unit,
-        )  # unit: packets | bytes | packets_and_bytes
-        self.packets = [0] * size
-        self.bytes = [0] * size
+    def __init__(self, name: str, size: int, unit: str, store: CounterStore | None = None) -> None:
+        self.name, self.size, self.unit = name, size, unit  # packets | bytes | packets_and_bytes
+        self.store = store if store is not None else CounterStore(size)
+
+    def use_store(self, store: CounterStore) -> None:
+        """Keep the counts in ``store`` from now on (the caller moves the values over)."""
+        self.store = store
+
+    @property
+    def packets(self) -> MutableSequence[int]:
+        return self.store.packets
+
+    @packets.setter
+    def packets(self, values: list[int]) -> None:
+        self.store.packets[:] = list(values)
+
+    @property
+    def bytes(self) -> MutableSequence[int]:
+        return self.store.bytes
+
+    @bytes.setter
+    def bytes(self, values: list[int]) -> None:
+        self.store.bytes[:] = list(values)
 
     def count(self, index: int, length: int) -> None:
         if 0 <= index < self.size:
-            self.packets[index] += 1
-            self.bytes[index] += length
+            self.store.count(index, length)
 
     def cp_read(self, index: int) -> tuple[int, int]:
         _check_index(self.name, index, self.size)
-        return self.packets[index], self.bytes[index]
+        return self.store.get(index)
 
     def cp_write(self, index: int, packets: int, nbytes: int) -> None:
         _check_index(self.name, index, self.size)
         if packets < 0 or nbytes < 0:
             raise ExternError(f"{self.name}: counter values cannot be negative")
-        self.packets[index], self.bytes[index] = packets, nbytes
+        self.store.put(index, packets, nbytes)
 
     def reset(self) -> None:
-        self.packets = [0] * self.size
-        self.bytes = [0] * self.size
+        self.store.put_all([0] * self.size, [0] * self.size)
 
 
 class Meter:
@@ -147,12 +223,38 @@ class DirectMeterCell:
         self.array.set_rates(rates)
 
 
+class ValueSetStore:
+    """Where a value set's members live: a Python list by default; the native engine's
+    store also pushes every new list into the engine."""
+
+    def __init__(self) -> None:
+        self.members: list[tuple[tuple[int, int], ...]] = []
+
+    def replace(self, members: list[tuple[tuple[int, int], ...]]) -> None:
+        self.members = members
+
+
 class ValueSet:
     """A parser ``value_set``: members as (value, mask) per key field; matched by select."""
 
-    def __init__(self, name: str, size: int, widths: list[int]) -> None:
+    def __init__(
+        self, name: str, size: int, widths: list[int], store: ValueSetStore | None = None
+    ) -> None:
         self.name, self.size, self.widths = name, size, widths
-        self.members: list[tuple[tuple[int, int], ...]] = []
+        self.store = store if store is not None else ValueSetStore()
+
+    def use_store(self, store: ValueSetStore) -> None:
+        """Keep the members in ``store`` from now on, these members first."""
+        members, self.store = self.store.members, store
+        store.replace(list(members))
+
+    @property
+    def members(self) -> list[tuple[tuple[int, int], ...]]:
+        return self.store.members
+
+    @members.setter
+    def members(self, value: list[tuple[tuple[int, int], ...]]) -> None:
+        self.store.replace(list(value))
 
     def add(self, member: list[tuple[int, int]]) -> None:
         if len(self.members) >= self.size:
@@ -162,13 +264,13 @@ class ValueSet:
         for i, ((v, m), w) in enumerate(zip(member, self.widths, strict=True)):
             if not (0 <= v < (1 << w) and 0 <= m < (1 << w)):
                 raise ExternError(f"{self.name}: field {i}: value or mask does not fit in {w} bits")
-        self.members.append(tuple((v & m, m) for v, m in member))
+        self.store.replace([*self.store.members, tuple((v & m, m) for v, m in member)])
 
     def clear(self) -> None:
-        self.members = []
+        self.store.replace([])
 
     def match(self, key: tuple[int, ...]) -> bool:
-        for member in self.members:
+        for member in self.store.members:
             if all(k & m == v for k, (v, m) in zip(key, member, strict=True)):
                 return True
         return False

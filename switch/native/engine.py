@@ -24,11 +24,11 @@ from .build import build, load
 from .cprogram import NativeProgram
 from .cwide import join_words, split_args, split_key
 from .mirror import (
-    NativeCounter,
+    EngineCounterStore,
+    EngineRegisterStore,
+    EngineValueSetStore,
     NativePre,
-    NativeRegister,
     NativeTable,
-    NativeValueSet,
     cell_of,
     lookup_order,
 )
@@ -163,21 +163,15 @@ class NativeSwitch:
             self.push_entries(i, t)
             self.push_default(i, t)
         for i, r in enumerate(objs.register_list):
-            values = list(r.__dict__.pop("values", [0] * r.size))
-            r.__class__ = NativeRegister
-            r._native = (self, i)  # type: ignore[attr-defined]
+            values = list(r.values)
+            r.use_store(EngineRegisterStore(r, self, i))
             if any(values):  # the engine starts with zeroed cells
                 self.reg_bulk(i, r.size, [cell_of(r, v) for v in values])
         for i, v in enumerate(objs.vset_list):
-            members = list(v.__dict__.pop("members", []))
-            v.__class__ = NativeValueSet
-            v._native = (self, i)  # type: ignore[attr-defined]
-            v.members = members  # the setter pushes them into the engine
+            v.use_store(EngineValueSetStore(self, i))  # pushes the members into the engine
         for i, c in enumerate(objs.counter_list):
-            pk = list(c.__dict__.pop("packets", [0] * c.size))
-            by = list(c.__dict__.pop("bytes", [0] * c.size))
-            c.__class__ = NativeCounter
-            c._native = (self, i)  # type: ignore[attr-defined]
+            pk, by = list(c.packets), list(c.bytes)
+            c.use_store(EngineCounterStore(c.size, self, i))
             if any(pk) or any(by):
                 self.ctr_bulk(i, c.size, pk, by)
         attach_crcs(self, self.lib)

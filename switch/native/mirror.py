@@ -10,10 +10,15 @@ the P4Runtime server and tests see the same objects whichever engine runs the pa
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ..interp.externs import Counter, ExternError, Register, ValueSet, _check_index
+from ..interp.externs import (
+    CounterStore,
+    Register,
+    RegisterStore,
+    ValueSetStore,
+)
 from ..interp.pre import PacketReplicationEngine
 from ..interp.tables import Table, TableEntry
 
@@ -101,7 +106,7 @@ class CellView:
         if isinstance(i, slice):
             # Only the cells of the slice, unless it is all of them: reading every cell and
             # writing them all back would undo what packets of the native I/O loop changed
-            # in the other cells meanwhile (see NativeRegister.cp_fill)
+            # in the other cells meanwhile (see EngineRegisterStore.fill)
             where, values = range(self.size)[i], list(v)
             if len(values) != len(where):
                 raise ValueError("cannot change the number of cells")
@@ -129,106 +134,54 @@ class CellView:
         return repr(self._get_all())
 
 
-class NativeRegister(Register):
-    """Register cells live in the engine; the Python object reads and writes them there."""
+class EngineRegisterStore(RegisterStore):
+    """A register's cells in the engine: ``cells`` reads and writes them there (the
+    interpreter's ``Register`` keeps validating), ``fill`` stores many in one call."""
 
-    _native: Any  # (engine, register index)
-
-    @property  # type: ignore[override]
-    def values(self) -> CellView:
-        eng, r = self._native
-        return CellView(
-            self.size,
-            lambda i: self._value(eng.reg_get(r, i)),
-            lambda i, v: eng.reg_set(r, i, cell_of(self, v)),
+    def __init__(self, reg: Register, eng: Any, index: int) -> None:
+        self.reg, self.eng, self.index = reg, eng, index  # eng: read per call (tests swap it)
+        self.cells = CellView(
+            reg.size,
+            lambda i: self._value(self.eng.reg_get(self.index, i)),
+            lambda i, v: self.eng.reg_set(self.index, i, cell_of(self.reg, v)),
             self._get_all,
-            lambda vs: eng.reg_bulk(r, self.size, [cell_of(self, v) for v in vs]),
+            lambda vs: self.eng.reg_bulk(self.index, reg.size, [cell_of(self.reg, v) for v in vs]),
         )
 
     def _get_all(self) -> list[int]:
-        eng, r = self._native
-        cells = eng.reg_bulk(r, self.size)
+        cells = self.eng.reg_bulk(self.index, self.reg.size)
         # an unsigned register's cells are its values (no Python call per cell: K = 1024's
         # program holds 16 M cells)
-        return [self._wrap(v) for v in cells] if self.signed else cells
+        return [self.reg._wrap(v) for v in cells] if self.reg.signed else cells
 
     def _value(self, cell: int) -> int:
         """A cell as the interpreter holds it (negative for a signed register)."""
-        return self._wrap(cell) if self.signed else cell
+        return self.reg._wrap(cell) if self.reg.signed else cell
 
-    def read(self, index: int) -> int:
-        eng, r = self._native
-        return self._value(eng.reg_get(r, index)) if 0 <= index < self.size else 0
-
-    def write(self, index: int, value: int) -> None:
-        eng, r = self._native
-        if 0 <= index < self.size:
-            eng.reg_set(r, index, cell_of(self, value))
-
-    def cp_read(self, index: int) -> int:
-        _check_index(self.name, index, self.size)
-        return self.read(index) & self._mask
-
-    def cp_write(self, index: int, value: int) -> None:
-        _check_index(self.name, index, self.size)
-        self._check_value(value)
-        self.write(index, value)
-
-    def _check_value(self, value: int) -> None:
-        if not 0 <= value <= self._mask and not (
-            self.signed and -(1 << (self.width - 1)) <= value < 0
-        ):
-            raise ExternError(f"{self.name}: value {value} does not fit in {self.width} bits")
-
-    def cp_fill(self, indexes: list[int], value: int) -> None:
-        """``cp_write(i, value)`` for every index, in one engine call (wildcard writes)."""
-        for i in (indexes[0], indexes[-1]) if indexes else ():
-            _check_index(self.name, i, self.size)
-        self._check_value(value)
-        value = cell_of(self, value)
-        if not indexes:
-            return
-        eng, r = self._native
-        if len(indexes) == self.size:
-            eng.reg_bulk(r, self.size, [value] * self.size)
+    def fill(self, indexes: Sequence[int], cell: int) -> None:
+        value, size = cell_of(self.reg, cell), self.reg.size
+        if len(indexes) == size:
+            self.eng.reg_bulk(self.index, size, [value] * size)
             return
         # Only the named cells, one engine store each. Never read the whole array and write
         # it back: the native I/O loop updates the other cells meanwhile, without the GIL,
         # and the write-back would undo those updates (a controller clearing one job's slots
         # rewound the bitmaps of another job that was aggregating at the time).
         for i in indexes:
-            _check_index(self.name, i, self.size)
-        for i in indexes:
-            eng.reg_set(r, i, value)
-
-    def reset(self) -> None:
-        eng, r = self._native
-        eng.reg_bulk(r, self.size, [0] * self.size)
+            self.eng.reg_set(self.index, i, value)
 
 
-class NativeValueSet(ValueSet):
-    """A parser value set whose members are mirrored into the engine after every change
-    (``add``, ``clear``, or the P4Runtime reconcile's ``members = [...]``)."""
+class EngineValueSetStore(ValueSetStore):
+    """A parser value set's members, each new list pushed into the engine (``add``,
+    ``clear``, or the P4Runtime reconcile's ``members = [...]``)."""
 
-    _native: Any  # (engine, value set index)
+    def __init__(self, eng: Any, index: int) -> None:
+        super().__init__()
+        self.eng, self.index = eng, index
 
-    @property  # type: ignore[override]
-    def members(self) -> list[tuple[tuple[int, int], ...]]:
-        return self.__dict__.setdefault("_members", [])
-
-    @members.setter
-    def members(self, value: list[tuple[tuple[int, int], ...]]) -> None:
-        self.__dict__["_members"] = list(value)
-        self._sync()
-
-    def add(self, member: list[tuple[int, int]]) -> None:
-        super().add(member)
-        self._sync()
-
-    def _sync(self) -> None:
-        native = getattr(self, "_native", None)
-        if native is not None:
-            native[0].vs_set(native[1], self.members)
+    def replace(self, members: list[tuple[tuple[int, int], ...]]) -> None:
+        self.eng.vs_set(self.index, members)  # first: a refused list is not kept
+        self.members = members
 
 
 def cell_of(reg: Register, value: int) -> int:
@@ -239,13 +192,15 @@ def cell_of(reg: Register, value: int) -> int:
     return value & reg._mask
 
 
-class NativeCounter(Counter):
-    """Counter cells live in the engine."""
+class EngineCounterStore(CounterStore):
+    """A counter's cells in the engine."""
 
-    _native: Any
+    def __init__(self, size: int, eng: Any, index: int) -> None:
+        self.size, self.eng, self.index = size, eng, index
+        self.packets, self.bytes = self._view(0), self._view(1)
 
     def _view(self, which: int) -> CellView:
-        eng, c = self._native
+        eng, c = self.eng, self.index
 
         def put(i: int, v: int) -> None:
             cur = list(eng.ctr_get(c, i))
@@ -265,44 +220,18 @@ class NativeCounter(Counter):
             put_all,
         )
 
-    @property  # type: ignore[override]
-    def packets(self) -> CellView:
-        return self._view(0)
-
-    @packets.setter
-    def packets(self, values: list[int]) -> None:
-        self._view(0)[:] = list(values)
-
-    @property  # type: ignore[override]
-    def bytes(self) -> CellView:
-        return self._view(1)
-
-    @bytes.setter
-    def bytes(self, values: list[int]) -> None:
-        self._view(1)[:] = list(values)
-
     def count(self, index: int, length: int) -> None:
-        if 0 <= index < self.size:
-            eng, c = self._native
-            pk, by = eng.ctr_get(c, index)
-            eng.ctr_set(c, index, pk + 1, by + length)
+        pk, by = self.eng.ctr_get(self.index, index)
+        self.eng.ctr_set(self.index, index, pk + 1, by + length)
 
-    def cp_read(self, index: int) -> tuple[int, int]:
-        _check_index(self.name, index, self.size)
-        eng, c = self._native
-        return eng.ctr_get(c, index)
+    def get(self, index: int) -> tuple[int, int]:
+        return self.eng.ctr_get(self.index, index)
 
-    def cp_write(self, index: int, packets: int, nbytes: int) -> None:
-        _check_index(self.name, index, self.size)
-        if packets < 0 or nbytes < 0:
-            raise ExternError(f"{self.name}: counter values cannot be negative")
-        eng, c = self._native
-        eng.ctr_set(c, index, packets, nbytes)
+    def put(self, index: int, packets: int, nbytes: int) -> None:
+        self.eng.ctr_set(self.index, index, packets, nbytes)
 
-    def reset(self) -> None:
-        zero = [0] * self.size
-        eng, c = self._native
-        eng.ctr_bulk(c, self.size, zero, zero)
+    def put_all(self, packets: list[int], nbytes: list[int]) -> None:
+        self.eng.ctr_bulk(self.index, self.size, packets, nbytes)
 
 
 _PRE_MUTATORS = (

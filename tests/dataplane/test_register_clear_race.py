@@ -60,18 +60,19 @@ def test_clearing_some_cells_keeps_concurrent_updates_of_the_others(engine: str,
     if sw.engine != "native":
         pytest.skip("the native engine is unavailable here")
     reg = sw.pipeline.registers[name]
-    eng, r = reg._native
+    store = reg.store  # the native engine's (switch/native/mirror.py)
+    eng, r = store.eng, store.index
     cleared = list(range(128, 136))  # "job 1's" cells, being cleared
     for i in cleared:
         reg.cp_write(i, 1)
     others = list(range(0, 64))  # "job 2's" cells, aggregating meanwhile
     plane = _DataPlaneBetweenCalls(eng, r, others)
-    reg._native = (plane, r)
+    store.eng = plane
     try:
         for i in cleared:  # the controller's clear: one RegisterEntry (one index) per cell
             reg.cp_fill([i], 0)
     finally:
-        reg._native = (eng, r)
+        store.eng = eng
     assert plane.written, "the data plane never ran between engine calls"
     assert [reg.cp_read(i) for i in cleared] == [0] * len(cleared)
     lost = {i: v for i, v in plane.written.items() if reg.cp_read(i) != v}
