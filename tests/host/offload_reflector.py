@@ -34,6 +34,7 @@ class OffloadReflector:
         self.seen: list[bytes] = []
         self.coalesced = 0  # super-datagrams read (the driver's segmented sends)
         self.driver_gro: set[int] = set()
+        self.refused = 0  # its own segmented sends the kernel refused
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -61,10 +62,13 @@ class OffloadReflector:
                     answers = [answer(p) for p in parts]
                     if len(answers) > 1 and len({len(a) for a in answers}) == 1:
                         gso = [(SOL_UDP, UDP_SEGMENT, struct.pack("H", len(answers[0])))]
-                        self.sock.sendmsg(answers, gso, 0, peer)
-                    else:
-                        for a in answers:
-                            self.sock.sendto(a, peer)
+                        try:
+                            self.sock.sendmsg(answers, gso, 0, peer)
+                            continue
+                        except OSError:  # a route that cannot segment: one by one
+                            self.refused += 1
+                    for a in answers:
+                        self.sock.sendto(a, peer)
         finally:
             sel.close()
 

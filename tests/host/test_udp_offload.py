@@ -6,7 +6,11 @@ and in the offload path the driver did send segmented messages and had GRO on.""
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
+import subprocess
+import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -100,3 +104,37 @@ def test_both_paths_under_address_and_undefined_behaviour_sanitizers(tmp_path: P
     done = sanitized.run_child(_ASAN_SCRIPT, [str(so), str(Path(__file__).parent)], env, 500)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
     assert "sanitized offload run ok" in done.stdout
+
+
+_REFUSED_SCRIPT = textwrap.dedent(
+    """
+    import subprocess, sys
+    # this network namespace's loopback takes 1,000-byte packets: a K = 256 packet (1,048
+    # bytes) goes as IP fragments one by one, but a segmented send of them is refused
+    subprocess.run(["ip", "link", "set", "lo", "up", "mtu", "1000"], check=True)
+    sys.path.insert(0, sys.argv[1])
+    import numpy as np
+    import test_udp_offload as t
+    x = (np.arange(30_001) % 977 - 400).astype(np.float32)
+    for threads in (1, 2):
+        plain, fast = t._run(x, False, threads, 1), t._run(x, True, threads, 1)
+        assert plain[0] == fast[0] == x.tobytes() and plain[1] == fast[1]
+    print("refused run ok")
+    """
+)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None, reason="needs root")
+def test_a_refused_segmented_send_goes_per_datagram() -> None:
+    """Where the route cannot take a segmented send (EMSGSIZE: the segment exceeds the MTU,
+    in a network namespace of its own), the driver says so in one line, turns GSO off and
+    sends the same packets per datagram: the same result bytes and the same datagrams at the
+    reflector as with the offload off."""
+    done = subprocess.run(
+        ["unshare", "--net", sys.executable, "-c", _REFUSED_SCRIPT, str(Path(__file__).parent)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "refused run ok" in done.stdout
+    notes = [ln for ln in done.stderr.splitlines() if "UDP GSO" in ln]
+    assert len(notes) == 1 and "segmented send refused" in notes[0], done.stderr
