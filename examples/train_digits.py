@@ -37,6 +37,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from contextlib import nullcontext
 from datetime import timedelta
 from typing import Any
 
@@ -82,6 +83,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                    help="collective of the compressed gradient; auto: the cost model (auto)")  # fmt: skip
     p.add_argument("--warmup-steps", type=int, default=5,
                    help="dense steps before compressing (5)")  # fmt: skip
+    p.add_argument("--no-virtual", dest="virtual", action="store_false",
+                   help="top-k: the gradient at the weights, not at error feedback's virtual "
+                   "iterate (the behaviour before issue 36; unstable at lr 1.0)")  # fmt: skip
     p.add_argument("--dense-edges", action="store_true",
                    help="send the first and last layers whole every step")  # fmt: skip
     p.add_argument("--workers", "-n", type=positive, default=4, help="processes (4)")
@@ -220,8 +224,12 @@ def run_scheme(scheme: str, args: argparse.Namespace, data: tuple[Any, ...]) -> 
             idx = mine[s * args.batch : (s + 1) * args.batch]
             t0 = time.perf_counter()
             opt.zero_grad()
-            loss = F.cross_entropy(ddp(torch.from_numpy(xtr[idx])), torch.from_numpy(ytr[idx]))
-            loss.backward()
+            # top-k: the gradient at error feedback's virtual iterate (weights minus lr x
+            # this rank's residual; docs/compression.md); the weights come back before step
+            at = state.virtual(args.lr) if state is not None and args.virtual else nullcontext()
+            with at:
+                loss = F.cross_entropy(ddp(torch.from_numpy(xtr[idx])), torch.from_numpy(ytr[idx]))
+                loss.backward()
             opt.step()
             seconds.append(time.perf_counter() - t0)
             packets.append(stats(reset=True).packets_sent if args.backend == "p4reduce" else 0)
@@ -236,6 +244,7 @@ def run_scheme(scheme: str, args: argparse.Namespace, data: tuple[Any, ...]) -> 
         "scheme": scheme,
         "backend": args.backend,
         "selection": args.selection if scheme != "none" else None,
+        "virtual": args.virtual if scheme != "none" else None,
         "accuracy": acc,
         "epochs": args.epochs,
         "steps": step,

@@ -80,7 +80,7 @@ class TopKConfig:
     """Fraction of the (compressible) blocks each step keeps; the fixed policy's ratio."""
     selection: str = "local"
     """"local": each worker its own top blocks (the union travels); "agreed": every worker
-    the same blocks, chosen from the previous step's aggregated block energies."""
+    the same blocks, chosen from this step's block energies summed over the workers."""
     error_feedback: bool = True
     """Keep what was not sent and add it to the next step's gradient."""
     warmup_steps: int = 10

@@ -8,7 +8,7 @@ so a block that is not selected is a block that never travels through the sparse
 - ``select(energy, keep, always)``: the ``keep`` blocks of largest energy among those not
   in ``always``, plus ``always``; ties go to the lower block index, so the choice is a
   function of ``energy`` alone. The *local* rule applies it to each worker's own
-  accumulator; the *agreed* rule to the previous step's aggregated energies, which every
+  accumulator; the *agreed* rule to this step's energies summed over the workers, which every
   worker holds bit for bit alike, so every worker picks the same blocks.
 - ``ErrorFeedback``: the residual of what was not sent, added to the next gradient.
   ``split`` returns (sent, residual) with ``sent + residual == accumulator`` exactly: every

@@ -15,8 +15,9 @@ No ``from __future__ import annotations`` here: DDP compares the hook's annotati
 the real ``dist.GradBucket`` and ``torch.futures.Future[torch.Tensor]`` objects.
 """
 
+import contextlib
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -56,6 +57,10 @@ class TopKHookState:
     owned: HookState | None = None
     marks: StatsMark = field(init=False, repr=False)
     _always: dict[tuple[int, int], np.ndarray] = field(default_factory=dict, repr=False)
+    _layout: dict[int, list[tuple[torch.nn.Parameter, int]]] = field(
+        default_factory=dict, repr=False
+    )
+    """Per bucket index: its parameters and their offsets in the bucket (the last step's)."""
 
     def __post_init__(self) -> None:
         self.marks = StatsMark(lambda: self.endpoint.session.stats)
@@ -125,6 +130,50 @@ class TopKHookState:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @contextlib.contextmanager
+    def virtual(self, lr: float) -> Iterator[None]:
+        """Inside: every parameter a top-k bucket holds is ``p − lr · residual`` (this rank's
+        residual of what top-k has not sent yet); on exit the weights are restored bit for
+        bit. Put the forward and backward pass in it, with plain SGD at ``lr``:
+
+            with state.virtual(lr):
+                loss_fn(ddp(x), y).backward()
+            opt.step()
+
+        The gradient is then taken at error feedback's virtual iterate (the weights the
+        unsent part would have moved them to), not at weights that lag it by what waits in
+        the residual; at a learning rate near dense SGD's limit that lag made top-k unstable
+        (agreed selection lost 12-54 points on digits at lr 1.0; docs/compression.md)."""
+        if not lr > 0:
+            raise ValueError(f"TopKHookState.virtual: lr {lr!r} must be positive")
+        saved: list[tuple[torch.Tensor, torch.Tensor]] = []
+        try:
+            with torch.no_grad():
+                for index, layout in self._layout.items():
+                    st = self.topk.states.get(index)
+                    res = None if st is None else st.feedback.residual
+                    if res is None or not res.any():
+                        continue
+                    r = torch.from_numpy(res)
+                    for p, off in layout:
+                        if off + p.numel() > r.numel():
+                            continue  # the bucket was rebuilt since: no residual of p here
+                        saved.append((p.data, p.data.clone()))
+                        shift = r[off : off + p.numel()].view_as(p).to(p.device, p.dtype)
+                        p.data.sub_(shift, alpha=lr)
+            yield
+        finally:
+            with torch.no_grad():
+                for data, copy in saved:
+                    data.copy_(copy)
+
+    def _remember(self, bucket: dist.GradBucket, buf: torch.Tensor) -> None:
+        base, item = buf.data_ptr(), buf.element_size()
+        self._layout[bucket.index()] = [
+            (p, (g.data_ptr() - base) // item)
+            for p, g in zip(bucket.parameters(), bucket.gradients(), strict=True)
+        ]
+
     def always(self, bucket: dist.GradBucket, buf: torch.Tensor) -> np.ndarray | None:
         """The block mask of the bucket's ``dense_params`` (cached per bucket layout)."""
         if not self.dense_params:
@@ -156,6 +205,7 @@ def topk_hook(state: TopKHookState, bucket: dist.GradBucket) -> torch.futures.Fu
             work = dist.all_reduce(buf, group=state.process_group, async_op=True)
             return work.get_future().then(lambda fut: fut.value()[0].div_(n))
         grad = buf.detach().to("cpu").contiguous().numpy()
+        state._remember(bucket, buf)
         plan = state.topk.prepare(bucket.index(), grad, state.always(bucket, buf))
         if plan.energies is not None:
             # Agreed selection: the workers' block energies of this step first (a dense

@@ -100,6 +100,13 @@ class Mlp:
         flat = [g for w, b in zip(gw, gb, strict=True) for g in (w, b)][::-1]
         return np.concatenate([g.ravel() for g in flat]).astype(np.float32)
 
+    def shifted(self, flat: np.ndarray, lr: float) -> Mlp:
+        """A copy with ``lr · flat`` (bucket order) taken off the weights: error feedback's
+        virtual iterate when ``flat`` is the residual (``TopKHookState.virtual``)."""
+        out = Mlp([w.copy() for w in self.ws], [b.copy() for b in self.bs])
+        out.step(flat, lr)
+        return out
+
     def step(self, mean: np.ndarray, lr: float = LR) -> None:
         off = 0
         for p in self.params():
@@ -136,8 +143,11 @@ def train(
     seed: int = 0,
     lr: float = LR,
     topk_class: Any = BlockTopK,
+    virtual: bool = True,
 ) -> Run:
-    """Train; ``config`` None: dense (the plain mean of the workers' gradients)."""
+    """Train; ``config`` None: dense (the plain mean of the workers' gradients).
+    ``virtual``: each worker's gradient at the weights minus lr × its residual, as the
+    example takes it (``TopKHookState.virtual``); False: at the weights themselves."""
     model = Mlp.create(depth, hidden, seed)
     size = sum(p.size for p in model.params())
     nb = block_count(size, K)
@@ -155,7 +165,9 @@ def train(
             grads = []
             for r in range(n):
                 idx = shards[r][s * BATCH : (s + 1) * BATCH]
-                grads.append(model.grad(data.xtr[idx], data.ytr[idx]))
+                res = tks[r].states[0].feedback.residual if tks and tks[r].states else None
+                at = model if not virtual or res is None else model.shifted(res, lr)
+                grads.append(at.grad(data.xtr[idx], data.ytr[idx]))
             if not tks:
                 mean = (np.sum(grads, axis=0, dtype=np.float32) / np.float32(n)).astype(np.float32)
             else:
