@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import os
 import select
+import shutil
 import socket
 import struct
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from p4reduce.switch.native import ioloop
@@ -214,3 +218,44 @@ def test_the_switch_option_reaches_the_loop(lib, option: str) -> None:
     finally:
         adapter.close()
         peer.close()
+
+
+_REFUSED = """
+import ctypes, subprocess, sys
+# this network namespace's loopback takes 1,000-byte packets: a 1,001-byte datagram goes as
+# IP fragments, a segmented send of several is refused (EMSGSIZE)
+subprocess.run(["ip", "link", "set", "lo", "up", "mtu", "1000"], check=True)
+sys.path.insert(0, sys.argv[2])
+from p4reduce.switch.native import ioloop
+from tests.native.conftest import Handler, TestCtx
+from tests.native.test_loop_offload import make_rig, read_datagrams
+so = ctypes.CDLL(sys.argv[1])
+handler = Handler(so, ctypes.cast(so.test_handler, ctypes.c_void_p).value, TestCtx())
+handler.group([1, 1, 2, 2, 3, 3])  # two copies per peer and frame: a run of two to segment
+rig = make_rig(ioloop.load(), handler, True)
+assert rig.loop.offload == {"gso", "gro"}, rig.loop.offload
+burst = [b"M" + bytes([i]) * 1000 for i in range(10)]
+for p in burst:
+    rig.peers[2].sendto(p, rig.adapter.listen)
+for n in (1, 2, 3):
+    got, _ = read_datagrams(rig.peers[n], 2 * len(burst))
+    assert got == [p for p in burst for _ in range(2)], (n, len(got))
+stats = rig.loop.stats()
+assert stats.gso_refused == 1 and stats.gso_sends == 0, stats
+rig.loop.close()
+print("refused ok")
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None, reason="needs root")
+def test_a_refused_segmented_send_goes_per_datagram(handler_so) -> None:
+    """Where the route cannot take a segmented send (in a network namespace whose loopback
+    MTU is below the results' size), the loop counts gso_refused once, turns GSO off and
+    sends every peer the same datagrams one by one."""
+    root = str(Path(__file__).resolve().parents[2])
+    done = subprocess.run(
+        ["unshare", "--net", sys.executable, "-c", _REFUSED, str(handler_so), root],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "refused ok" in done.stdout
