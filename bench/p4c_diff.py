@@ -4,9 +4,11 @@ For every P4 program of the repository, ``p4reduce-p4c`` (in process) and the re
 ``p4c-bm2-ss --arch v1model`` must both accept it with the same P4Info (compared as
 parsed messages, see normalised_text) or both refuse it. Prints one line per program, ``agree``,
 ``accept-reject`` (one accepts, the other refuses; both first error lines follow) or
-``p4info`` (a unified diff of the normalised text follows), then a summary line. The shadowing warnings (``[--Wwarn=shadow]``) each side
-prints for a program both accept are compared too and listed when they differ, without
-failing the comparison.
+``p4info`` (a unified diff of the normalised text follows), then a summary line. The warnings
+of the kinds p4reduce-p4c emits (``[--Wwarn=shadow]``, ``[--Wwarn=overflow]``: WARNING_KINDS)
+that each side prints for a program both accept are compared too, line for line, and listed
+when they differ, without failing the comparison; ``--warnings`` also counts p4c's warnings by
+kind over the programs, with how many of each we print too.
 
     python bench/p4c_diff.py [--json] [-j N] [--cache DIR | --no-cache] [--only SUBSTR]
                              [--rules | --all]
@@ -65,6 +67,11 @@ TIMED_OUT = "p4c timed out"
 # p4c needs ~5 s of CPU for p4src/dense.p4 -DK=1024 and far longer on a loaded machine; a
 # hang must still not stall the whole comparison (a timeout is reported, never cached)
 P4C_TIMEOUT_S = 300.0
+# The diagnostic kinds whose warnings p4reduce-p4c prints with p4c's wording
+WARNING_KINDS = ("shadow", "overflow")
+# Bumped when what a cache entry holds changes (2: every warning p4c printed, any kind)
+CACHE_FORMAT = 2
+_WARNING = re.compile(r"\[--Wwarn=(\w+)\] warning:")
 
 # Where programs live (relative to ROOT); build/, .venv/ and our own p4include are not here.
 PROGRAM_DIRS = ("p4src", "tests", "bmv2_tests", "bench", "examples")
@@ -113,8 +120,9 @@ class Outcome:
     accepted: bool
     p4info: bytes = b""  # serialised p4.config.v1.P4Info, when accepted
     error: str = ""  # the first error line, when refused
-    # the shadowing warnings, 'FILE(LINE): [--Wwarn=shadow] warning: ...' (paths relative
-    # to ROOT); compared and reported, but not a mismatch by themselves
+    # the warnings, 'FILE(LINE): [--Wwarn=KIND] warning: ...' (paths relative to ROOT):
+    # p4c's of every kind, ours (of WARNING_KINDS); those of WARNING_KINDS are compared and
+    # reported, but are not a mismatch by themselves
     warnings: tuple[str, ...] = ()
     # every line the first error's message points at (p4c cites a declaration first and the
     # use after it, or the origin of a type mismatch): ours must be one of them
@@ -126,11 +134,13 @@ class Verdict:
     job: Job
     status: str  # "agree" | "accept-reject" | "p4info" | "error-line"
     detail: str = ""
-    # shadowing warnings only one side printed (p4c's order of visiting differs, so sets)
+    # warnings of WARNING_KINDS only one side printed (p4c's order of visiting differs, so
+    # sets)
     warnings_only_p4c: list[str] = field(default_factory=list)
     warnings_only_ours: list[str] = field(default_factory=list)
     ours: str = field(default="")  # "accept" or the first error line
     p4c: str = field(default="")
+    p4c_warnings: list[str] = field(default_factory=list)  # every kind, when both accept
 
 
 # ------------------------------------------------------------------ which programs
@@ -222,7 +232,7 @@ def cache_key(job: Job, version: str, root: Path = ROOT) -> str:
     seen: set[Path] = set()
     _dependencies(root / job.program, [root / d for d in job.include_dirs], seen)
     h = hashlib.sha256()
-    h.update(version.encode())
+    h.update(f"{version}\nformat {CACHE_FORMAT}".encode())
     h.update(json.dumps(job.flags()).encode())
     h.update(job.program.encode())
     base = root.resolve()
@@ -267,13 +277,20 @@ def _error_lines(stderr: str) -> tuple[int, ...]:
     return tuple(found)
 
 
-def _shadow_warnings(stderr: str, root: Path) -> tuple[str, ...]:
+def _warnings(stderr: str, root: Path) -> tuple[str, ...]:
     prefix = f"{root.resolve().as_posix()}/"
     return tuple(
-        line.strip().removeprefix(prefix)
-        for line in stderr.splitlines()
-        if "[--Wwarn=shadow] warning:" in line
+        line.strip().removeprefix(prefix) for line in stderr.splitlines() if _WARNING.search(line)
     )
+
+
+def warning_kind(line: str) -> str:
+    m = _WARNING.search(line)
+    return m.group(1) if m else ""
+
+
+def compared(warnings: Iterable[str]) -> set[str]:
+    return {w for w in warnings if warning_kind(w) in WARNING_KINDS}
 
 
 def run_p4c(job: Job, root: Path = ROOT) -> Outcome:
@@ -289,7 +306,7 @@ def run_p4c(job: Job, root: Path = ROOT) -> Outcome:
                                  text=True, timeout=P4C_TIMEOUT_S)  # fmt: skip
         except subprocess.TimeoutExpired:
             return Outcome(False, error=f"{TIMED_OUT} after {P4C_TIMEOUT_S:.0f} s")
-        warns = _shadow_warnings(run.stderr, root)
+        warns = _warnings(run.stderr, root)
         if run.returncode != 0:
             return Outcome(False, error=_first_error(run.stderr, run.returncode),
                            warnings=warns, error_lines=_error_lines(run.stderr))  # fmt: skip
@@ -345,8 +362,7 @@ def run_ours(job: Job, root: Path = ROOT) -> Outcome:
     except CompileError as exc:  # MissingMainError included: p4c exits 1 for it as well
         return Outcome(False, error=exc.format().splitlines()[0])
     prefix = f"{root.resolve().as_posix()}/"
-    # only the shadowing ones: p4c's other warnings (overflow, unused) we print in part or not
-    warns = tuple(w.head().removeprefix(prefix) for w in program.warnings if w.kind == "shadow")
+    warns = tuple(w.head().removeprefix(prefix) for w in program.warnings)
     return Outcome(True, p4info=program.p4info.SerializeToString(), warnings=warns)
 
 
@@ -373,8 +389,9 @@ def normalised_text(data: bytes) -> str:
 def compare(job: Job, ours: Outcome, theirs: Outcome) -> Verdict:
     verdict = _compare(job, ours, theirs)
     if ours.accepted and theirs.accepted:
-        verdict.warnings_only_p4c = sorted(set(theirs.warnings) - set(ours.warnings))
-        verdict.warnings_only_ours = sorted(set(ours.warnings) - set(theirs.warnings))
+        verdict.warnings_only_p4c = sorted(compared(theirs.warnings) - compared(ours.warnings))
+        verdict.warnings_only_ours = sorted(compared(ours.warnings) - compared(theirs.warnings))
+        verdict.p4c_warnings = list(theirs.warnings)
     return verdict
 
 
@@ -449,11 +466,25 @@ def summary(verdicts: list[Verdict]) -> str:
         f"{len(verdicts)} compilations: {counts['agree']} agree ({both_refuse} refused by both), "
         f"{counts['accept-reject']} accept/reject mismatches, {counts['p4info']} P4Info diffs, "
         f"{counts['error-line']} first errors on other lines; "
-        f"shadowing warnings differ for {warn}\n"
+        f"warnings ({', '.join(WARNING_KINDS)}) differ for {warn}\n"
         f"accept/refuse agreement {same_outcome}/{len(verdicts)} ({_pct(same_outcome, len(verdicts))}); "
         f"P4Info identical {same_info}/{len(accepted_both)} of those both accept "
         f"({_pct(same_info, len(accepted_both))})"
     )
+
+
+def warning_figures(verdicts: list[Verdict]) -> str:
+    """p4c's warnings by kind over the programs both accept, and how many of them we print
+    too (the same line: place, kind and wording)."""
+    by_kind: dict[str, list[int]] = {}
+    for v in verdicts:
+        ours = set(v.p4c_warnings) - set(v.warnings_only_p4c)
+        for w in v.p4c_warnings:
+            counts = by_kind.setdefault(warning_kind(w), [0, 0])
+            counts[0] += 1
+            counts[1] += warning_kind(w) in WARNING_KINDS and w in ours
+    parts = [f"{k} {n[1]}/{n[0]}" for k, n in sorted(by_kind.items())]
+    return "p4c's warnings on programs both accept (ours/p4c's): " + (", ".join(parts) or "none")
 
 
 def _pct(n: int, total: int) -> str:
@@ -474,6 +505,11 @@ def main(argv: list[str] | None = None) -> int:
         help="the programs generated per spec rule instead of the repository's",
     )
     which.add_argument("--all", action="store_true", help="the repository's and the rules'")
+    ap.add_argument(
+        "--warnings",
+        action="store_true",
+        help="also count p4c's warnings by kind, and ours among them",
+    )
     args = ap.parse_args(argv)
     if p4lang.find(P4C) is None:
         print(f"p4c_diff: {p4lang.missing_reason(P4C)}", file=sys.stderr)
@@ -511,6 +547,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(doc, indent=1))
     else:
         print(summary(verdicts))
+        if args.warnings:
+            print(warning_figures(verdicts))
     return 0 if all(v.status == "agree" for v in verdicts) else 1
 
 

@@ -16,6 +16,7 @@ from .check_base import (
     fail,
 )
 from .cpbuild_names import expr_text
+from .errors import CompileWarning
 from .symbols import Scope
 
 
@@ -45,6 +46,14 @@ class ExprsMixin:
     def expr_IntLit(self, e: A.IntLit, scope: Scope, ctx: Context, expected: Any) -> T.Type:
         if e.width is None:
             return T.INFINT
+        low, high = (-(1 << (e.width - 1)), 1 << (e.width - 1)) if e.signed else (0, 1 << e.width)
+        if e.width and not low <= e.value < high:
+            # p4c's front end warns and wraps the value (8s128 is -128, 8w300 is 44)
+            kind = "signed value" if e.signed else "value"
+            text = e.text or f"{e.width}{'s' if e.signed else 'w'}{e.value}"
+            w = CompileWarning(e.pos, "overflow", f"{text}: {kind} does not fit in {e.width} bits")
+            if all((x.pos, x.message) != (w.pos, w.message) for x in self.warnings):
+                self.warnings.append(w)
         return T.Bits(e.width, e.signed)
 
     def expr_BoolLit(self, e: A.BoolLit, scope: Scope, ctx: Context, expected: Any) -> T.Type:

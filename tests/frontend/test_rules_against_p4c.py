@@ -81,3 +81,40 @@ def _params() -> list[object]:
 def test_rule_program_agrees_with_p4c(name: str, verdicts: dict[str, object]) -> None:
     v = verdicts[name]
     assert v.status == "agree", f"{v.status}: {name}\n{v.detail}"
+
+
+def test_error_lines_are_every_place_p4c_names_for_its_first_error() -> None:
+    stderr = (
+        "x.p4(31): [--Werror=type-error] error: v: parameter should be assigned in call\n"
+        "    action set_b(bit<16> v) { }\n"
+        "x.p4(35)\n"
+        "        default_action = set_b();\n"
+        "  ---- Originating from:\n"
+        "  x.p4(36): Type of argument\n"
+        "x.p4(50): [--Wwarn=unused] warning: 'a' is unused\n"
+    )
+    assert p4c_diff._error_lines(stderr) == (31, 35, 36)
+    assert p4c_diff._error_lines("[--Werror=invalid] error: @id 9 is assigned twice\n") == ()
+
+
+def test_a_refusal_on_another_line_is_a_mismatch_only_for_rule_programs() -> None:
+    rule = p4c_diff.Job("r.p4", error_line=True)
+    theirs = p4c_diff.Outcome(False, error="r.p4(31): error: x", error_lines=(31, 35))
+    at = {n: p4c_diff.Outcome(False, error=f"/abs/r.p4({n}): error: x") for n in (35, 40)}
+    assert p4c_diff.compare(rule, at[35], theirs).status == "agree"
+    assert p4c_diff.compare(rule, at[40], theirs).status == "error-line"
+    assert p4c_diff.compare(p4c_diff.Job("r.p4"), at[40], theirs).status == "agree"
+    no_place = p4c_diff.Outcome(False, error="error: x")  # p4c gave no position
+    assert p4c_diff.compare(rule, at[40], no_place).status == "agree"
+
+
+def test_only_the_warning_kinds_we_print_are_compared() -> None:
+    job = p4c_diff.Job("w.p4")
+    shadow = "w.p4(3): [--Wwarn=shadow] warning: 'x' shadows 'x'"
+    unused = "w.p4(4): [--Wwarn=unused] warning: 'y' is unused"
+    ours = p4c_diff.Outcome(True, warnings=())
+    theirs = p4c_diff.Outcome(True, warnings=(shadow, unused))
+    v = p4c_diff.compare(job, ours, theirs)
+    assert (v.warnings_only_p4c, v.warnings_only_ours) == ([shadow], [])
+    assert "shadow 0/1" in p4c_diff.warning_figures([v])
+    assert "unused 0/1" in p4c_diff.warning_figures([v])

@@ -120,3 +120,16 @@ def test_same_warnings_as_p4c(tmp_path: Path) -> None:
     theirs = sorted(line for line in run.stderr.splitlines() if "[--Wwarn=shadow]" in line)
     ours = sorted(w.head() for w in compile_file(path).warnings)
     assert ours == theirs
+
+
+def test_literals_too_wide_for_their_width_warn_as_p4c(tmp_path: Path) -> None:
+    # p4c-bm2-ss 1.2.5's front end: the value wraps, with an [--Wwarn=overflow] warning
+    path = tmp_path / "lit.p4"
+    body = "hdr.h.a = 8w300; hdr.h.a = (bit<8>)(-8s128); hdr.h.a = 8w255; hdr.h.a = 8w0;"
+    path.write_text(PROGRAM.replace("apply { t.apply();", "apply { t.apply(); " + body))
+    assert body in path.read_text()
+    heads = [w.head() for w in compile_file(path).warnings if w.kind == "overflow"]
+    assert [h.split(": ", 1)[1] for h in heads] == [
+        "[--Wwarn=overflow] warning: 8w300: value does not fit in 8 bits",
+        "[--Wwarn=overflow] warning: 8s128: signed value does not fit in 8 bits",
+    ]

@@ -154,6 +154,8 @@ def _types() -> list[Case]:
         _v(a, "type_cast_round_trip", types=port,
            ingress="        port_id_t p = (port_id_t)meta.b;\n"
            "        meta.b = (bit<16>)p;"),
+        _v(a, "literal_overflow_warns",
+           ingress="        meta.c = 8w300;\n        meta.b = (bit<16>)(-8s128);"),
         _x(a, "bits_to_type_without_cast", types=port,
            ingress="        port_id_t p = meta.b;\n        meta.b = (bit<16>)p;"),
         _x(a, "enum_compared_with_int", types="enum Color { RED, GREEN }\n",
