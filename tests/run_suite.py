@@ -37,6 +37,7 @@ HALVES: dict[str, list[str]] = {
     "compute": [
         "bmv2_tests", "tests/frontend", "tests/interp", "tests/stf", "tests/p4src",
         "tests/dataplane", "tests/native", "tests/controller", "tests/compress", "tests/ports",
+        "tests/base",
     ],
     "network": [
         "tests/testbed", "tests/torch", "tests/host_e2e", "tests/host", "tests/process",

@@ -3,7 +3,7 @@
 ``python -m p4reduce.contracts`` generates ``p4src/include/constants.p4`` and
 ``host/_engine/contracts.h`` from this file (setup.py does it at build time too); the Python
 modules import the values from here (``host/wire.py``, ``controller/program.py``,
-``host/protocol/native.py``). ``tests/test_contracts.py`` fails when a generated file is
+``host/protocol/native.py``). ``tests/base/test_contracts.py`` fails when a generated file is
 stale. docs/protocol.md is the specification these values follow: change a value here and
 there together, then regenerate.
 

@@ -18,7 +18,7 @@ import pytest
 from p4reduce import contracts
 from p4reduce.contracts import generate
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / generate.SPEC_PATH
 PY = sys.executable
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # the folders mapped into the p4reduce namespace (pyproject.toml's package-dir)
 FOLDERS = {"switch", "controller", "host", "testbed", "p4reduce"}
 
