@@ -209,9 +209,7 @@ class JobTable:
         return {j.job_index: j for j in self.jobs.values()}
 
     def index_in_use(self, index: int) -> bool:
-        return index in self._extra_indexes or any(
-            j.job_index == index for j in self.jobs.values()
-        )
+        return index in self._extra_indexes or any(j.job_index == index for j in self.jobs.values())
 
     def allocate_index(self) -> int:
         used = {j.job_index for j in self.jobs.values()} | self._extra_indexes
