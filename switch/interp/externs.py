@@ -285,16 +285,57 @@ class ProfileMember:
 
 
 @dataclass
+class ProfileStore:
+    """Where an action profile's members and groups live: plain dicts by default; the
+    native engine's store holds dicts that push the whole profile into the engine after
+    every change, whoever makes it (switch/native/mirror_profiles.py)."""
+
+    members: dict[int, ProfileMember] = field(default_factory=dict)
+    groups: dict[int, list[int]] = field(default_factory=dict)
+
+    def set_members(self, members: dict[int, ProfileMember]) -> None:
+        self.members = members
+
+    def set_groups(self, groups: dict[int, list[int]]) -> None:
+        self.groups = groups
+
+    def load(self, members: dict[int, ProfileMember], groups: dict[int, list[int]]) -> None:
+        """Take both (a store being attached)."""
+        self.members, self.groups = members, groups
+
+
+@dataclass
 class ActionProfile:
     """``action_profile`` / ``action_selector``: members (action invocations) and groups."""
 
     name: str
     size: int
     selector_algo: str | None = None  # set for an action_selector
-    members: dict[int, ProfileMember] = field(default_factory=dict)
-    groups: dict[int, list[int]] = field(default_factory=dict)
+    store: ProfileStore = field(default_factory=ProfileStore)
     tables: list[Any] = field(default_factory=list)
     hash_fn: Callable[[bytes], int] | None = None
+
+    def use_store(self, store: ProfileStore) -> None:
+        """Keep the members and groups in ``store`` from now on (they move over)."""
+        members, groups = dict(self.store.members), dict(self.store.groups)
+        self.store = store
+        store.load(members, groups)
+
+    @property
+    def members(self) -> dict[int, ProfileMember]:
+        return self.store.members
+
+    @members.setter
+    def members(self, value: dict[int, ProfileMember]) -> None:
+        self.store.set_members(value)
+
+    @property
+    def groups(self) -> dict[int, list[int]]:
+        return self.store.groups
+
+    @groups.setter
+    def groups(self, value: dict[int, list[int]]) -> None:
+        self.store.set_groups(value)
 
     def action_spec(self, action: str) -> Any:
         for t in self.tables:
@@ -366,12 +407,13 @@ class ActionProfile:
         self, entry: Any, S: list[Any], P: Any, selector_fn: Any
     ) -> tuple[Any, Any, Any] | None:
         """The member an entry selects; None for an empty group (the table then misses)."""
+        store = self.store  # its dicts directly: no property call per packet
         if entry.group is not None:
-            members = self.groups.get(entry.group) or []
+            members = store.groups.get(entry.group) or []
             if not members:
                 return None
             h = self.hash_fn(selector_fn(S, P)) if self.hash_fn and selector_fn else 0
-            m = self.members[members[h % len(members)]]
+            m = store.members[members[h % len(members)]]
         else:
-            m = self.members[entry.member]
+            m = store.members[entry.member]
         return m.fn, m.call_args, (True, m.action)

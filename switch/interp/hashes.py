@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import random
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 _U64 = (1 << 64) - 1
@@ -303,6 +303,15 @@ def hash_extern(
     return v & ((1 << out_width) - 1)
 
 
+class CrcStore:
+    """Where a calculation's CRC parameters go beyond the ``HashCalc``: nowhere by default
+    (the interpreter computes with them there); the native engine's store pushes them into
+    its copy (switch/native/mirror_externs.py)."""
+
+    def params_changed(self, calc: HashCalc) -> None:
+        """The parameters changed (or the store was just attached)."""
+
+
 @dataclass
 class HashCalc:
     """One BMv2 calculation (a ``hash`` call site or selector) with its own custom-CRC state.
@@ -314,16 +323,23 @@ class HashCalc:
     algo: str
     params: CrcParams | None = None
     rng: random.Random | None = None
+    store: CrcStore = field(default_factory=CrcStore, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.algo not in ALGORITHM_WIDTHS:
             raise ValueError(f"Unknown hash algorithm: {self.algo}")
+
+    def use_store(self, store: CrcStore) -> None:
+        """Mirror the parameters into ``store`` from now on (it gets the present ones)."""
+        self.store = store
+        store.params_changed(self)
 
     def set_crc_params(self, params: CrcParams) -> None:
         """Reconfigure a ``*_custom`` CRC (BMv2's ``CustomCrcMgr::update_config``)."""
         if self.algo not in _CUSTOM_WIDTHS:
             raise ValueError(f"{self.algo} is not a custom CRC")
         self.params = params
+        self.store.params_changed(self)
 
     def compute(self, data: bytes) -> int:
         return compute(self.algo, data, params=self.params, rng=self.rng)

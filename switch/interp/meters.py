@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import Enum
+from typing import Protocol
 
 GREEN = 0
 MAX_RATE = float(1 << 60)  # units per microsecond
@@ -51,6 +52,21 @@ class _Bucket:
     color: int  # the colour given when this bucket lacks tokens
 
 
+class MeterStore(Protocol):
+    """Where a meter cell's buckets live when not in the cell itself (the native engine's
+    store, switch/native/mirror_externs.py). The cell keeps its rates and validates them."""
+
+    def push(self, cell: Meter) -> None:
+        """Take the cell's whole state (rates, buckets, time origin)."""
+
+    def pull(self, cell: Meter) -> None:
+        """Give the buckets back to the cell."""
+
+    def execute(self, cell: Meter, units: int, now_us: int, pre_color: int) -> int:
+        """Meter.execute on the store's buckets."""
+        ...
+
+
 class Meter:
     """One meter cell with ``rate_count`` rates (2 for v1model: committed and peak)."""
 
@@ -58,6 +74,24 @@ class Meter:
         self.rate_count = rate_count
         self._buckets: list[_Bucket] = []  # highest rate first, as BMv2 checks them
         self._origin_us = 0
+        self.store: MeterStore | None = None  # None: the buckets here are the state
+
+    def use_store(self, store: MeterStore | None) -> None:
+        """Keep the buckets in ``store`` (None: here) from now on; the state moves along."""
+        if self.store is not None:
+            self.store.pull(self)
+        self.store = store
+        if store is not None:
+            store.push(self)
+
+    def pull(self) -> None:
+        """Bring the store's buckets into this cell, to read them (no store: nothing to do)."""
+        if self.store is not None:
+            self.store.pull(self)
+
+    def _changed(self) -> None:
+        if self.store is not None:
+            self.store.push(self)
 
     @property
     def configured(self) -> bool:
@@ -89,6 +123,7 @@ class Meter:
             buckets.append(_Bucket(float(rate), int(burst), int(burst), 0, idx + 1))
         buckets.reverse()
         self._buckets = buckets
+        self._changed()
 
     def get_rates(self) -> list[tuple[float, int]]:
         """The configured rates, committed first; empty when unconfigured."""
@@ -97,10 +132,14 @@ class Meter:
     def reset(self) -> None:
         """Forget the rates (BMv2 ``reset_rates``): the meter returns GREEN until set again."""
         self._buckets = []
+        self._changed()
 
     def reset_time_origin(self, now_us: int) -> None:
         """Move the time origin that token totals are counted from (BMv2 default: creation)."""
+        if self.store is not None:
+            self.store.pull(self)
         self._origin_us = now_us
+        self._changed()
 
     def execute(self, units: int, now_us: int, pre_color: int = GREEN) -> int:
         """Meter ``units`` at time ``now_us`` (microseconds, same clock as the origin).
@@ -108,6 +147,8 @@ class Meter:
         Returns the colour, or ``pre_color`` when that is higher. Time must not go backwards:
         BMv2 asserts on it; here a bucket then simply gains no tokens.
         """
+        if self.store is not None:
+            return self.store.execute(self, units, now_us, pre_color)
         color = GREEN
         micros = now_us - self._origin_us
         for bucket in self._buckets:

@@ -8,7 +8,12 @@ MulticastGroupEntry/CloneSessionEntry onto the same calls.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class PreError(Exception):
@@ -32,14 +37,43 @@ class CloneSession:
     truncate: int = 0  # 0: whole packet
 
 
+class PreStore:
+    """Where the replication state goes beyond this object: nowhere by default (the
+    interpreter reads the groups and sessions here); the native engine's store pushes the
+    changed groups and the sessions into the engine (switch/native/mirror.py)."""
+
+    def sync(self, pre: PacketReplicationEngine) -> None:
+        """Called after every change (whether it succeeded or raised)."""
+
+
+def _changes(method: F) -> F:
+    """A mutator: the store hears of the change afterwards, even of a half-done one."""
+
+    @functools.wraps(method)
+    def wrapper(self: PacketReplicationEngine, *args: Any, **kw: Any) -> Any:
+        try:
+            return method(self, *args, **kw)
+        finally:
+            self.store.sync(self)
+
+    return wrapper  # type: ignore[return-value]
+
+
 class PacketReplicationEngine:
-    def __init__(self) -> None:
+    def __init__(self, store: PreStore | None = None) -> None:
         self.nodes: dict[int, McNode] = {}
         self.groups: dict[int, list[int]] = {}  # group id -> node handles
         self.sessions: dict[int, CloneSession] = {}
         self._next_handle = 0
+        self.store = store if store is not None else PreStore()
+
+    def use_store(self, store: PreStore) -> None:
+        """Mirror into ``store`` from now on (it is synced with the present state)."""
+        self.store = store
+        store.sync(self)
 
     # ------------------------------------------------------------------ multicast (CLI style)
+    @_changes
     def mgrp_create(self, group: int) -> None:
         if not 0 < group < 65536:
             raise PreError(f"multicast group id {group} must be in 1..65535")
@@ -47,11 +81,13 @@ class PacketReplicationEngine:
         # (found by the BMv2 oracle, tests/oracle)
         self.groups.setdefault(group, [])
 
+    @_changes
     def mgrp_destroy(self, group: int) -> None:
         # as BMv2: destroying a group that does not exist succeeds
         for h in self.groups.pop(group, []):
             self.nodes[h].group = None
 
+    @_changes
     def drop_group(self, group: int) -> None:
         """Remove a group made by ``set_group`` with the nodes it made (no error if absent)."""
         for h in self.groups.pop(group, []):
@@ -67,15 +103,18 @@ class PacketReplicationEngine:
         self.nodes[handle] = McNode(rid, list(ports))
         return handle
 
+    @_changes
     def node_update(self, handle: int, ports: list[int]) -> None:
         self.node(handle).ports = list(ports)
 
+    @_changes
     def node_destroy(self, handle: int) -> None:
         node = self.node(handle)
         if node.group is not None:
             self.groups[node.group].remove(handle)
         del self.nodes[handle]
 
+    @_changes
     def node_associate(self, group: int, handle: int) -> None:
         node = self.node(handle)
         if group not in self.groups:
@@ -85,6 +124,7 @@ class PacketReplicationEngine:
         node.group = group
         self.groups[group].append(handle)
 
+    @_changes
     def node_dissociate(self, group: int, handle: int) -> None:
         node = self.node(handle)
         if node.group != group:
@@ -99,6 +139,7 @@ class PacketReplicationEngine:
             raise PreError(f"no multicast node with handle {handle}") from None
 
     # ------------------------------------------------------------------ multicast (P4Runtime style)
+    @_changes
     def set_group(
         self, group: int, replicas: list[tuple[int, int]], internal: bool = False
     ) -> None:
@@ -135,16 +176,19 @@ class PacketReplicationEngine:
         return out
 
     # ------------------------------------------------------------------ clone sessions
+    @_changes
     def mirroring_add(self, session: int, port: int, truncate: int = 0) -> None:
         _check_session(session, truncate)
         if not 0 <= port < 1 << 32:
             raise PreError(f"clone session {session}: port {port} out of range")
         self.sessions[session] = CloneSession(port=port, truncate=truncate)
 
+    @_changes
     def mirroring_add_mc(self, session: int, group: int, truncate: int = 0) -> None:
         _check_session(session, truncate)
         self.sessions[session] = CloneSession(group=group, truncate=truncate)
 
+    @_changes
     def mirroring_delete(self, session: int) -> None:
         if session not in self.sessions:
             raise PreError(f"no clone session {session}")

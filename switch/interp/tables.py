@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .matches import Exact, Lpm, Match, Optional, Range, Ternary
@@ -37,6 +37,15 @@ class ActionSpec:
     scope: str = "TABLE_AND_DEFAULT"  # @tableonly / @defaultonly
 
 
+@dataclass
+class EntryCounts:
+    """Where a table entry's direct-counter values live: here by default; the native
+    engine's store reads and writes the entry's cell in the engine (mirror_externs.py)."""
+
+    packets: int = 0
+    bytes: int = 0
+
+
 @dataclass(eq=False)
 class TableEntry:
     matches: tuple[Match, ...]
@@ -44,8 +53,7 @@ class TableEntry:
     args: tuple[int, ...]  # as the control plane gave them
     priority: int
     is_const: bool = False
-    packets: int = 0
-    bytes: int = 0
+    counts: EntryCounts = field(default_factory=EntryCounts, repr=False)
     meter: Any = None
     member: int | None = None  # action profile member or group, for indirect tables
     group: int | None = None
@@ -55,6 +63,26 @@ class TableEntry:
     call_args: tuple[Any, ...] = ()
     result: tuple[bool, str] = (True, "")
     checks: tuple[tuple[int, int, int, int], ...] = ()  # (key index, kind, a, b)
+
+    def use_store(self, counts: EntryCounts) -> None:
+        """Keep the direct-counter values in ``counts`` (the caller moves them over)."""
+        self.counts = counts
+
+    @property
+    def packets(self) -> int:
+        return self.counts.packets
+
+    @packets.setter
+    def packets(self, value: int) -> None:
+        self.counts.packets = value
+
+    @property
+    def bytes(self) -> int:
+        return self.counts.bytes
+
+    @bytes.setter
+    def bytes(self, value: int) -> None:
+        self.counts.bytes = value
 
 
 KIND_MASK, KIND_RANGE = 0, 1
@@ -66,6 +94,18 @@ NO_ACTION = ""
 
 def _no_action(S: list[Any], P: Any) -> None:
     return None
+
+
+class TableStore:
+    """Where a table's entries go beyond the table's own indexes: nowhere by default (the
+    interpreter looks them up in the table); the native engine's store reloads its copy of
+    the entries or the default after each change (switch/native/mirror.py)."""
+
+    def entries_changed(self, table: Table) -> None:
+        """An entry was added, deleted or modified, or the entries were replaced."""
+
+    def default_changed(self, table: Table) -> None:
+        """The default entry changed."""
 
 
 class Table:
@@ -110,6 +150,7 @@ class Table:
         self._scan: list[TableEntry] = []
         self._by_key: dict[tuple[tuple[Match, ...], int], TableEntry] = {}  # (matches, priority)
         self.default_entry = TableEntry((), "", (), 0)
+        self.store = TableStore()
         self.initial_default = (default_action, list(default_args))
         self.set_default(default_action, default_args, force=True)
 
@@ -154,6 +195,13 @@ class Table:
         else:
             self.bind_action(entry, action, args, default=True)
         self.default_entry = entry
+        self.store.default_changed(self)
+
+    def use_store(self, store: TableStore) -> None:
+        """Mirror into ``store`` from now on (it gets the entries, then the default)."""
+        self.store = store
+        store.entries_changed(self)
+        store.default_changed(self)
 
     def reset_default(self) -> None:
         self.set_default(*self.initial_default, force=True)
@@ -256,6 +304,7 @@ class Table:
         if entry.is_const:
             raise TableError(f"{self.name}: const entries cannot be modified")
         self.attach(entry, action, args, member, group)
+        self.store.entries_changed(self)
         return entry
 
     def delete_entry(self, matches: list[Match], priority: int | None) -> None:
@@ -273,6 +322,10 @@ class Table:
 
     # ------------------------------------------------------------------ indexes
     def index(self, e: TableEntry) -> None:
+        self._index(e)
+        self.store.entries_changed(self)
+
+    def _index(self, e: TableEntry) -> None:
         self._by_key[(e.matches, e.priority)] = e
         if self.mode == "exact":
             self._exact[tuple(m.value for m in e.matches)] = e
@@ -300,12 +353,14 @@ class Table:
                 self._plens.remove(plen)
         else:
             self._scan.remove(e)
+        self.store.entries_changed(self)
 
     def reindex(self) -> None:
         self._exact, self._lpm, self._plens, self._scan = {}, {}, [], []
         self._by_key, self._lpm_masks = {}, {}
         for e in self.entries:
-            self.index(e)
+            self._index(e)
+        self.store.entries_changed(self)  # once, not per entry
 
     def compile_checks(self, e: TableEntry) -> list[tuple[int, int, int, int]]:
         checks = []
@@ -368,8 +423,9 @@ class Table:
             d.fn(S, P, *d.call_args)
             return d.result
         if self.direct_counter is not None:
-            entry.packets += 1
-            entry.bytes += S[self.length_slot]
+            c = entry.counts  # the store's attributes: no property call per packet
+            c.packets += 1
+            c.bytes += S[self.length_slot]
         if entry.meter is not None:
             P.color = entry.meter.execute(S[self.length_slot], P.now_us)
             target = self.direct_meter.read_target

@@ -19,16 +19,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..interp.builder import Pipeline
-from ..interp.pre import PacketReplicationEngine
+from ..interp.pre import PacketReplicationEngine, PreStore
 from .build import build, load
 from .cprogram import NativeProgram
 from .cwide import join_words, split_args, split_key
 from .mirror import (
     EngineCounterStore,
+    EnginePreStore,
     EngineRegisterStore,
+    EngineTableStore,
     EngineValueSetStore,
-    NativePre,
-    NativeTable,
     cell_of,
     lookup_order,
 )
@@ -38,6 +38,7 @@ from .mirror_externs import (
     attach_crcs,
     attach_meter_cell,
     bind_events,
+    cell_index,
     detach_meter_cell,
     drain_events,
 )
@@ -158,10 +159,7 @@ class NativeSwitch:
         for k, prof in enumerate(objs.profile_list):  # before the entries that use them
             attach_profile(prof, self, k)
         for i, t in enumerate(objs.table_list):
-            t.__class__ = NativeTable
-            t._native = (self, i)  # type: ignore[attr-defined]
-            self.push_entries(i, t)
-            self.push_default(i, t)
+            t.use_store(EngineTableStore(self, i))  # pushes the entries and the default
         for i, r in enumerate(objs.register_list):
             values = list(r.values)
             r.use_store(EngineRegisterStore(r, self, i))
@@ -180,8 +178,9 @@ class NativeSwitch:
             state = rng.getstate()[1]
             words = (U32 * 624)(*state[:624])
             self.lib.p4r_rng_seed(self._E, words, int(state[624]))
-        self._pre: NativePre | None = None
-        self.pre = NativePre()
+        self._pre: PacketReplicationEngine | None = None
+        self._pre_store: EnginePreStore | None = None
+        self.pre = PacketReplicationEngine()
 
     # ------------------------------------------------------------------ events
     @property
@@ -216,18 +215,18 @@ class NativeSwitch:
 
     @pre.setter
     def pre(self, pre: PacketReplicationEngine) -> None:
-        if not isinstance(pre, NativePre):
-            pre.__class__ = NativePre
-        assert isinstance(pre, NativePre)
-        if self._pre is not None and self._pre is not pre:
-            for g in list(getattr(self._pre, "_pushed", {}) or {}):
-                self.group_set(g, [])
-            self._pre._native = None
-        pre._native = self
-        pre._pushed = {}
-        pre._pushed_sessions = None  # the sync below replaces the engine's sessions
-        self._pre = pre
-        pre.sync()
+        if self._pre is not None and self._pre_store is not None:
+            if self._pre is not pre:  # the old PRE's groups leave the engine
+                self._pre_store.clear()
+                self._pre.use_store(PreStore())
+        store = EnginePreStore(self)  # a fresh store: its sync replaces the engine's sessions
+        self._pre, self._pre_store = pre, store
+        pre.use_store(store)
+
+    def max_replicas(self) -> int:
+        """The most copies a multicast group makes (the ctypes path sizes its buffer)."""
+        assert self._pre_store is not None
+        return self._pre_store.max_replicas()
 
     # ------------------------------------------------------------------ mirroring (C side)
     def push_entries(self, i: int, t: Any) -> None:
@@ -242,11 +241,11 @@ class NativeSwitch:
             ref = entry_ref(e)
             if ref is not None:  # a member or group of the table's action profile
                 kind, rid = ref
-                flat += [kind << 32, 1 | (getattr(e, "_cell", 0) << 1), rid, *[0] * (maxargs - 1)]
+                flat += [kind << 32, 1 | (cell_index(e) << 1), rid, *[0] * (maxargs - 1)]
             else:
                 args = split_args(e.args, self.program.objects.arg_words.get(e.action))
                 args += [0] * (maxargs - len(args))
-                flat += [ids[e.action], 1 | (getattr(e, "_cell", 0) << 1), *args]
+                flat += [ids[e.action], 1 | (cell_index(e) << 1), *args]
             kinds = [(KIND_ANY, 0, 0)] * nk
             for k, kind, a, b in t.compile_checks(e):
                 kinds[k] = (KIND_MASK if kind == 0 else KIND_RANGE, a, b)
@@ -371,7 +370,7 @@ class NativeSwitch:
                 raise NativeError("the native engine failed on the packet")
             return out
         n = len(data)
-        cap = (self.pre.max_replicas() + 1) * (n + self._out_max + 8) + 64  # type: ignore[attr-defined]
+        cap = (self.max_replicas() + 1) * (n + self._out_max + 8) + 64
         if len(self._buf) < cap:
             self._buf = ctypes.create_string_buffer(max(cap, 2 * len(self._buf)))
         used, spill = self._used, ctypes.c_void_p()
@@ -420,7 +419,7 @@ class NativeSwitch:
         offs = array("I", itertools.accumulate(lens_list, initial=0))
         total = offs.pop()
         blob = b"".join([d for _, d in packets])
-        copies = self.pre.max_replicas() + 1  # type: ignore[attr-defined]
+        copies = self.max_replicas() + 1
         cap = copies * (total + n * (self._out_max + 8)) + 64
         if len(self._buf) < cap:
             self._buf = ctypes.create_string_buffer(max(cap, 2 * len(self._buf)))

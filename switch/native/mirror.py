@@ -1,10 +1,12 @@
 """One control plane, two engines: the Python control-plane objects, their state held in C.
 
-The interpreter's objects (``Table``, ``Register``, ``Counter``, the replication engine) keep
-validating requests and raising the same errors; for a native switch their classes are
-swapped for the subclasses here, which push every change into the engine (tables, multicast
-groups) or keep the state in C altogether (register cells, counter values), so the STF runner,
-the P4Runtime server and tests see the same objects whichever engine runs the packets.
+The interpreter's objects (``Table``, ``Register``, ``Counter``, ``ValueSet``, the
+replication engine) keep validating requests and raising the same errors; each keeps its
+state in a store (a Python one by default), and for a native switch the engine injects the
+stores here through the object's ``use_store``: they push every change into the engine
+(tables, value sets, multicast groups) or keep the state in C altogether (register cells,
+counter values). No object changes its class, so the STF runner, the P4Runtime server and
+tests see the same objects whichever engine runs the packets.
 """
 
 from __future__ import annotations
@@ -19,44 +21,23 @@ from ..interp.externs import (
     RegisterStore,
     ValueSetStore,
 )
-from ..interp.pre import PacketReplicationEngine
-from ..interp.tables import Table, TableEntry
+from ..interp.pre import PacketReplicationEngine, PreStore
+from ..interp.tables import Table, TableEntry, TableStore
 
 U64 = ctypes.c_uint64
 
 
-class NativeTable(Table):
-    """A table whose entries are mirrored into the engine after every change."""
+class EngineTableStore(TableStore):
+    """A table's entries and default, reloaded into the engine after every change."""
 
-    _native: Any  # (engine, table index)
+    def __init__(self, eng: Any, index: int) -> None:
+        self.eng, self.index = eng, index
 
-    def index(self, e: TableEntry) -> None:
-        super().index(e)
-        self._sync()
+    def entries_changed(self, table: Table) -> None:
+        self.eng.push_entries(self.index, table)
 
-    def unindex(self, e: TableEntry) -> None:
-        super().unindex(e)
-        self._sync()
-
-    def reindex(self) -> None:
-        super().reindex()
-        self._sync()
-
-    def attach(self, entry: TableEntry, action: str, args: list[int], member: Any, group: Any):
-        super().attach(entry, action, args, member, group)
-        if entry in self.entries:  # a modify (add_entry indexes, and so syncs, afterwards)
-            self._sync()
-
-    def set_default(self, action: str, args: list[int], force: bool = False) -> None:
-        super().set_default(action, args, force)
-        native = getattr(self, "_native", None)
-        if native is not None:
-            native[0].push_default(native[1], self)
-
-    def _sync(self) -> None:
-        native = getattr(self, "_native", None)
-        if native is not None:
-            native[0].push_entries(native[1], self)
+    def default_changed(self, table: Table) -> None:
+        self.eng.push_default(self.index, table)
 
 
 def lookup_order(t: Table) -> list[TableEntry]:
@@ -234,38 +215,21 @@ class EngineCounterStore(CounterStore):
         self.eng.ctr_bulk(self.index, self.size, packets, nbytes)
 
 
-_PRE_MUTATORS = (
-    "mgrp_create",
-    "mgrp_destroy",
-    "drop_group",
-    "node_update",
-    "node_destroy",
-    "node_associate",
-    "node_dissociate",
-    "set_group",
-    "mirroring_add",
-    "mirroring_add_mc",
-    "mirroring_delete",
-)
 MAX_GROUP = 65536  # mcast_grp is bit<16>: a group above (a clone session's own) only clones
 
 
-class NativePre(PacketReplicationEngine):
-    """The replication engine, its multicast groups and clone sessions pushed into the engine
-    after each change."""
+class EnginePreStore(PreStore):
+    """The replication engine's multicast groups and clone sessions, pushed into the engine
+    after each change (only the groups whose replicas changed)."""
 
-    _native: Any = None
-    _pushed: dict[int, list[tuple[int, int]]]
-    _pushed_sessions: list[int] | None = None
+    def __init__(self, eng: Any) -> None:
+        self.eng = eng
+        self.pushed: dict[int, list[tuple[int, int]]] = {}
+        self.pushed_sessions: list[int] | None = None
 
-    def sync(self) -> None:
-        eng = self._native
-        if eng is None:
-            return
-        pushed = getattr(self, "_pushed", None)
-        if pushed is None:
-            pushed = self._pushed = {}
-        now = {g: self.replicas(g) for g in self.groups if g < MAX_GROUP}
+    def sync(self, pre: PacketReplicationEngine) -> None:
+        eng, pushed = self.eng, self.pushed
+        now = {g: pre.replicas(g) for g in pre.groups if g < MAX_GROUP}
         for g in list(pushed):
             if g not in now or not now[g]:
                 eng.group_set(g, [])
@@ -275,41 +239,29 @@ class NativePre(PacketReplicationEngine):
                 eng.group_set(g, reps)
                 pushed[g] = reps
         # clone sessions, each with its group's replicas resolved (a group changes them too)
-        flat = self.session_words()
-        if flat != self._pushed_sessions:
-            eng.sessions_set(len(self.sessions), flat)
-            self._pushed_sessions = flat
+        flat = session_words(pre)
+        if flat != self.pushed_sessions:
+            eng.sessions_set(len(pre.sessions), flat)
+            self.pushed_sessions = flat
 
-    def session_words(self) -> list[int]:
-        """Every session as runtime/p4r_queues.c's p4r_sessions_set reads them, by id."""
-        flat: list[int] = []
-        for sid in sorted(self.sessions):
-            s = self.sessions[sid]
-            reps = self.replicas(s.group) if s.group is not None else []
-            port = s.port if s.port is not None else 0
-            flat += [sid, s.truncate, int(s.port is not None), port, len(reps)]
-            for p, rid in reps:
-                flat += [p, rid]
-        return flat
+    def clear(self) -> None:
+        """The engine forgets every group this store pushed (another PRE takes over)."""
+        for g in list(self.pushed):
+            self.eng.group_set(g, [])
+        self.pushed.clear()
 
     def max_replicas(self) -> int:
-        pushed = getattr(self, "_pushed", None) or {}
-        return max((len(r) for r in pushed.values()), default=0)
+        return max((len(r) for r in self.pushed.values()), default=0)
 
 
-def _mutator(name: str) -> Any:
-    base = getattr(PacketReplicationEngine, name)
-
-    def method(self: NativePre, *args: Any, **kw: Any) -> Any:
-        try:
-            return base(self, *args, **kw)
-        finally:
-            self.sync()
-
-    method.__name__ = name
-    method.__doc__ = base.__doc__
-    return method
-
-
-for _name in _PRE_MUTATORS:
-    setattr(NativePre, _name, _mutator(_name))
+def session_words(pre: PacketReplicationEngine) -> list[int]:
+    """Every session as runtime/p4r_queues.c's p4r_sessions_set reads them, by id."""
+    flat: list[int] = []
+    for sid in sorted(pre.sessions):
+        s = pre.sessions[sid]
+        reps = pre.replicas(s.group) if s.group is not None else []
+        port = s.port if s.port is not None else 0
+        flat += [sid, s.truncate, int(s.port is not None), port, len(reps)]
+        for p, rid in reps:
+            flat += [p, rid]
+    return flat

@@ -16,11 +16,11 @@ import ctypes
 import logging
 from typing import Any
 
-from ..interp.hashes import DEFAULT_CRC_PARAMS, CrcParams, HashCalc
+from ..interp.hashes import DEFAULT_CRC_PARAMS, CrcStore, HashCalc
 from ..interp.meters import Meter as MeterCell
 from ..interp.runtime import P4RuntimeFault
 from ..interp.switch import log_msg_text
-from ..interp.tables import Table, TableEntry
+from ..interp.tables import EntryCounts, Table, TableEntry
 from .cexterns import EV_BOOL, EV_INT
 
 U32, U64 = ctypes.c_uint32, ctypes.c_uint64
@@ -50,95 +50,84 @@ def bind(lib: ctypes.CDLL) -> None:
     lib.p4r_meter_execute.restype = ctypes.c_int64
 
 
-class NativeMeterCell(MeterCell):
-    """One meter cell whose buckets live in the engine."""
+class EngineMeterStore:
+    """One meter cell's buckets in the engine (the ``MeterStore`` of meters.py)."""
 
-    _native: tuple[Any, int, int, int]  # (switch, kind, meter or table index, cell)
+    def __init__(self, sw: Any, kind: int, obj: int, index: int) -> None:
+        self.sw, self.kind, self.obj, self.index = sw, kind, obj, index
 
-    def push(self) -> None:
-        """Copy this cell's whole state (rates, buckets, origin) into the engine."""
-        sw, kind, obj, cell = self._native
-        n = len(self._buckets)
-        rates = (ctypes.c_double * 2)(*[b.rate for b in self._buckets])
+    def push(self, cell: MeterCell) -> None:
+        """Copy the cell's whole state (rates, buckets, origin) into the engine."""
+        sw = self.sw
+        n = len(cell._buckets)
+        rates = (ctypes.c_double * 2)(*[b.rate for b in cell._buckets])
         words = (U64 * 10)()
-        for i, b in enumerate(self._buckets):
+        for i, b in enumerate(cell._buckets):
             last = b.tokens_last & ((1 << 128) - 1)
             words[5 * i : 5 * i + 5] = [b.burst, b.tokens, last & (2**64 - 1), last >> 64, b.color]
-        if sw.lib.p4r_meter_put(sw._E, kind, obj, cell, n, self._origin_us, rates, words) != 0:
+        rc = sw.lib.p4r_meter_put(
+            sw._E, self.kind, self.obj, self.index, n, cell._origin_us, rates, words
+        )
+        if rc != 0:
             raise RuntimeError("the native engine has no such meter cell")
 
-    def pull(self) -> None:
-        """Copy the engine's buckets back into this cell (before it leaves the engine)."""
-        sw, kind, obj, cell = self._native
+    def pull(self, cell: MeterCell) -> None:
+        """Copy the engine's buckets back into the cell."""
+        sw = self.sw
         words = (U64 * 10)()
-        n = sw.lib.p4r_meter_state(sw._E, kind, obj, cell, words)
+        n = sw.lib.p4r_meter_state(sw._E, self.kind, self.obj, self.index, words)
         for i in range(max(n, 0)):
-            b = self._buckets[i]
+            b = cell._buckets[i]
             b.tokens = words[5 * i + 1]
             last = words[5 * i + 2] | (words[5 * i + 3] << 64)
             b.tokens_last = last - (1 << 128) if last >> 127 else last
 
-    def set_rates(self, rates: list[tuple[float, int]]) -> None:
-        super().set_rates(rates)
-        self.push()
-
-    def reset(self) -> None:
-        super().reset()
-        self.push()
-
-    def reset_time_origin(self, now_us: int) -> None:
-        self.pull()
-        super().reset_time_origin(now_us)
-        self.push()
-
-    def execute(self, units: int, now_us: int, pre_color: int = 0) -> int:
-        sw, kind, obj, cell = self._native
-        color = sw.lib.p4r_meter_execute(sw._E, kind, obj, cell, units, now_us)
+    def execute(self, cell: MeterCell, units: int, now_us: int, pre_color: int) -> int:
+        sw = self.sw
+        color = sw.lib.p4r_meter_execute(sw._E, self.kind, self.obj, self.index, units, now_us)
         return max(pre_color, int(color))
 
 
 def attach_meter_cell(cell: MeterCell, sw: Any, kind: int, obj: int, index: int) -> None:
-    cell.__class__ = NativeMeterCell
-    cell._native = (sw, kind, obj, index)  # type: ignore[attr-defined]
-    cell.push()  # type: ignore[attr-defined]
+    cell.use_store(EngineMeterStore(sw, kind, obj, index))  # pushes the cell's state
 
 
 def detach_meter_cell(cell: MeterCell) -> None:
-    if isinstance(cell, NativeMeterCell):
-        cell.pull()
-        cell.__class__ = MeterCell
-        del cell._native
+    cell.use_store(None)  # the buckets come back into the cell
 
 
-class NativeEntry(TableEntry):
-    """A table entry whose direct counter lives in the engine, in cell ``_cell``."""
+class EngineEntryCounts(EntryCounts):
+    """A table entry's direct counter in the engine, in cell ``cell`` of table ``table``."""
 
-    _owner: Any  # (switch, table index)
-    _cell: int
+    def __init__(self, sw: Any, table: int, cell: int) -> None:  # no dataclass fields
+        self.sw, self.table, self.cell = sw, table, cell
 
-    def _get(self) -> tuple[int, int]:
-        sw, t = self._owner
+    def get(self) -> tuple[int, int]:
+        sw = self.sw
         pk, by = U64(0), U64(0)
-        sw.lib.p4r_dctr_get(sw._E, t, self._cell, ctypes.byref(pk), ctypes.byref(by))
+        sw.lib.p4r_dctr_get(sw._E, self.table, self.cell, ctypes.byref(pk), ctypes.byref(by))
         return int(pk.value), int(by.value)
 
     @property  # type: ignore[override]
     def packets(self) -> int:
-        return self._get()[0]
+        return self.get()[0]
 
     @packets.setter
     def packets(self, v: int) -> None:
-        sw, t = self._owner
-        sw.lib.p4r_dctr_set(sw._E, t, self._cell, v, self._get()[1])
+        self.sw.lib.p4r_dctr_set(self.sw._E, self.table, self.cell, v, self.get()[1])
 
     @property  # type: ignore[override]
     def bytes(self) -> int:
-        return self._get()[1]
+        return self.get()[1]
 
     @bytes.setter
     def bytes(self, v: int) -> None:
-        sw, t = self._owner
-        sw.lib.p4r_dctr_set(sw._E, t, self._cell, self._get()[0], v)
+        self.sw.lib.p4r_dctr_set(self.sw._E, self.table, self.cell, self.get()[0], v)
+
+
+def cell_index(e: TableEntry) -> int:
+    """The engine cell of an entry's direct counter and meter (0 for a table without)."""
+    return e.counts.cell if isinstance(e.counts, EngineEntryCounts) else 0
 
 
 def has_cells(t: Table) -> bool:
@@ -158,7 +147,7 @@ def assign_cells(sw: Any, i: int, t: Table, entries: list[TableEntry]) -> None:
             release_entry(e)
             del held[cell]
             free.append(cell)
-    fresh = [e for e in entries if getattr(e, "_cell", None) is None]
+    fresh = [e for e in entries if not isinstance(e.counts, EngineEntryCounts)]
     need = len(held) + len(fresh)
     free.sort(reverse=True)  # the lowest free cells first
     nxt = len(held) + len(free)
@@ -169,10 +158,8 @@ def assign_cells(sw: Any, i: int, t: Table, entries: list[TableEntry]) -> None:
             cell = free.pop()
         else:
             cell, nxt = nxt, nxt + 1
-        pk, by = e.__dict__.get("packets", 0), e.__dict__.get("bytes", 0)
-        e.__class__ = NativeEntry
-        e._owner = (sw, i)  # type: ignore[attr-defined]
-        e._cell = cell  # type: ignore[attr-defined]
+        pk, by = e.counts.packets, e.counts.bytes
+        e.use_store(EngineEntryCounts(sw, i, cell))
         held[cell] = e
         if t.direct_counter is not None:
             sw.lib.p4r_dctr_set(sw._E, i, cell, pk, by)
@@ -182,15 +169,12 @@ def assign_cells(sw: Any, i: int, t: Table, entries: list[TableEntry]) -> None:
 
 def release_entry(e: TableEntry) -> None:
     """An entry leaves the engine: its counts and meter state go back into Python."""
-    if not isinstance(e, NativeEntry):
+    if not isinstance(e.counts, EngineEntryCounts):
         return
-    pk, by = e._get()
+    pk, by = e.counts.get()
     if e.meter is not None:
         detach_meter_cell(e.meter.array[0])
-    e.__class__ = TableEntry
-    e.__dict__.pop("_owner", None)
-    e.__dict__.pop("_cell", None)
-    e.__dict__["packets"], e.__dict__["bytes"] = pk, by
+    e.use_store(EntryCounts(pk, by))
 
 
 def release_all(t: Table) -> None:
@@ -276,25 +260,22 @@ def log_msg(sw: Any, fmt: str, values: tuple[Any, ...]) -> None:
 
 
 # ---------------------------------------------------------------------- custom CRCs
-class NativeHashCalc(HashCalc):
-    """A custom CRC calculation whose parameters are pushed into the engine on change."""
+class EngineCrcStore(CrcStore):
+    """A custom CRC calculation's parameters, pushed into the engine on change."""
 
-    _native: tuple[Any, int]  # (switch, C index)
+    def __init__(self, sw: Any, index: int) -> None:
+        self.sw, self.index = sw, index  # (switch, C index)
 
-    def set_crc_params(self, params: CrcParams) -> None:
-        super().set_crc_params(params)
-        self.push()
-
-    def push(self) -> None:
-        sw, k = self._native
+    def params_changed(self, calc: HashCalc) -> None:
+        sw = self.sw
         if not sw._E:  # the switch closed: the Python object is all there is
             return
         width = {"crc8_custom": 8, "crc16_custom": 16, "crc32_custom": 32, "crc64_custom": 64}
-        w = width[self.algo]
-        p = self.params or DEFAULT_CRC_PARAMS[w]
+        w = width[calc.algo]
+        p = calc.params or DEFAULT_CRC_PARAMS[w]
         m = (1 << 64) - 1
         sw.lib.p4r_crc_set(
-            sw._E, k, w, p.poly & m, p.init & m, p.xor_out & m, p.reflect_in, p.reflect_out
+            sw._E, self.index, w, p.poly & m, p.init & m, p.xor_out & m, p.reflect_in, p.reflect_out
         )
 
 
@@ -303,6 +284,4 @@ def attach_crcs(sw: Any, lib: ctypes.CDLL) -> None:
     lib.p4r_crc_set.argtypes = [ctypes.c_void_p, U32, U32, U64, U64, U64, U32, U32]
     for k, algo in enumerate(sw.program.objects.crcs):
         calc = sw.pipeline.namespace[f"HASH_{algo}"].__self__
-        calc.__class__ = NativeHashCalc
-        calc._native = (sw, k)
-        calc.push()
+        calc.use_store(EngineCrcStore(sw, k))

@@ -1,7 +1,7 @@
 """Action profiles and selectors of a native switch: the Python object, its state in C.
 
 The interpreter's ``ActionProfile`` stays the control plane (validation, errors, the
-``in_use`` checks); for a native switch its class is swapped for ``NativeProfile``, whose
+``in_use`` checks); for a native switch it gets an ``EngineProfileStore``, whose
 ``members`` and ``groups`` dicts push the whole profile into the engine after every change,
 whoever makes it: ``add_member``/``set_group``/... of the Python API and the STF runner, and
 the P4Runtime server, which writes ``profile.members[mid] = ...`` itself (entity_profiles.py,
@@ -20,7 +20,7 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-from ..interp.externs import ActionProfile, ExternError
+from ..interp.externs import ActionProfile, ExternError, ProfileStore
 
 U32, U64 = ctypes.c_uint32, ctypes.c_uint64
 _ID_LIMIT = 1 << 64
@@ -84,56 +84,44 @@ class _Synced(dict):  # type: ignore[type-arg]
         return self[key]
 
 
-class NativeProfile(ActionProfile):
-    """An action profile whose members and groups are mirrored into the engine."""
+class EngineProfileStore(ProfileStore):
+    """An action profile's members and groups in dicts that push the whole profile into the
+    engine after every change."""
 
-    _native: Any  # (switch, profile index)
+    def __init__(self, prof: ActionProfile, sw: Any, index: int) -> None:
+        self.prof, self.sw, self.index = prof, sw, index  # (profile, switch, C index)
+        self.members: dict[int, Any] = {}
+        self.groups: dict[int, list[int]] = {}
+        self._loaded = False  # no push before both dicts are in
 
-    @property  # type: ignore[override]
-    def members(self) -> dict[int, Any]:
-        return self.__dict__["_members"]
-
-    @members.setter
-    def members(self, value: dict[int, Any]) -> None:
-        self.__dict__["_members"] = _Synced(value, self._sync, f"{self.name}: member")
+    def set_members(self, members: dict[int, Any]) -> None:
+        self.members = _Synced(members, self._sync, f"{self.prof.name}: member")
         self._sync()
 
-    @property  # type: ignore[override]
-    def groups(self) -> dict[int, list[int]]:
-        return self.__dict__["_groups"]
+    def set_groups(self, groups: dict[int, list[int]]) -> None:
+        self.groups = _Synced(groups, self._sync, f"{self.prof.name}: group")
+        self._sync()
 
-    @groups.setter
-    def groups(self, value: dict[int, list[int]]) -> None:
-        self.__dict__["_groups"] = _Synced(value, self._sync, f"{self.name}: group")
+    def load(self, members: dict[int, Any], groups: dict[int, list[int]]) -> None:
+        self.members = _Synced(members, self._sync, f"{self.prof.name}: member")
+        self.groups = _Synced(groups, self._sync, f"{self.prof.name}: group")
+        self._loaded = True
         self._sync()
 
     def _sync(self) -> None:
-        native = self.__dict__.get("_native")
-        if native is not None and "_members" in self.__dict__ and "_groups" in self.__dict__:
-            native[0].push_profile(native[1], self)
+        if self._loaded:
+            self.sw.push_profile(self.index, self.prof)
 
 
 def attach_profile(prof: ActionProfile, sw: Any, k: int) -> None:
-    """Swap ``prof`` into a ``NativeProfile`` of switch ``sw`` (C index k) and push it."""
-    members = dict(prof.__dict__.pop("members", {}))
-    groups = dict(prof.__dict__.pop("groups", {}))
-    prof.__class__ = NativeProfile
-    assert isinstance(prof, NativeProfile)
-    prof.members = members
-    prof.groups = groups
-    prof._native = (sw, k)
-    prof._sync()
+    """Keep ``prof``'s members and groups in switch ``sw`` (C index k) and push them."""
+    prof.use_store(EngineProfileStore(prof, sw, k))
 
 
 def detach_profile(prof: ActionProfile) -> None:
-    """The switch closes: the profile becomes a plain Python object again, state kept."""
-    if isinstance(prof, NativeProfile):
-        members, groups = dict(prof.members), dict(prof.groups)
-        prof.__dict__.pop("_native", None)
-        prof.__dict__.pop("_members", None)
-        prof.__dict__.pop("_groups", None)
-        prof.__class__ = ActionProfile
-        prof.members, prof.groups = members, groups
+    """The switch closes: the profile keeps its state in plain dicts again."""
+    if isinstance(prof.store, EngineProfileStore):
+        prof.use_store(ProfileStore())
 
 
 def profile_words(

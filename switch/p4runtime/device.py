@@ -19,6 +19,7 @@ from typing import Any
 
 from p4reduce.proto import p4info_pb2, p4runtime_pb2
 
+from ..interp.pre import PreStore
 from . import packetio
 from .errors import P4RTError, failed_precondition, not_found
 from .pipeline_config import build_state
@@ -104,9 +105,7 @@ class Device:
                     config.cookie.cookie = state.cookie
                 new = build_state(config, self.clock, "python", True)
                 reconcile(state, new)
-                pre = new.switch.pre
-                if getattr(pre, "_native", None) is not None:
-                    pre._native = None  # the PRE now serves the interpreter only
+                new.switch.pre.use_store(PreStore())  # the PRE serves the interpreter only
                 self.state = state = new
             if state is not None:
                 state.switch.trace = on
