@@ -68,7 +68,7 @@ TIMED_OUT = "p4c timed out"
 # hang must still not stall the whole comparison (a timeout is reported, never cached)
 P4C_TIMEOUT_S = 300.0
 # The diagnostic kinds whose warnings p4reduce-p4c prints with p4c's wording
-WARNING_KINDS = ("shadow", "overflow")
+WARNING_KINDS = ("shadow", "overflow", "unsupported")
 # Bumped when what a cache entry holds changes (2: every warning p4c printed, any kind)
 CACHE_FORMAT = 2
 _WARNING = re.compile(r"\[--Wwarn=(\w+)\] warning:")

@@ -10,7 +10,7 @@ from .check_base import (
     Context,
     fail,
 )
-from .errors import SourcePos
+from .errors import CompileWarning, SourcePos
 from .symbols import Scope, Sym
 
 
@@ -61,8 +61,22 @@ class ParsersMixin:
                 self.check_state_ref(st.transition.name, st.transition.pos, names)
             else:
                 self.select(st.transition, inner, ctx, names)
+        reachable = self.reachable(names, "start")
         for st in d.states:
-            if st.name in self.reachable(names, "start") and not self.may_terminate(names, st.name):
+            if st.name not in reachable:
+                continue  # p4c removes unreachable states before its BMv2 back end
+            tr = st.transition
+            targets = [(tr.name, tr.pos)] if isinstance(tr, A.Name) else []
+            if isinstance(tr, A.SelectExpr):
+                targets = [(c.state, c.state_pos or c.pos) for c in tr.cases]
+            for name, pos in targets:
+                if name == "reject":  # p4c's BMv2 back end (ParserConverter)
+                    self.warnings.append(
+                        CompileWarning(pos, "unsupported",
+                                       "Explicit transition to reject not supported on this target")
+                    )  # fmt: skip
+        for st in d.states:
+            if st.name in reachable and not self.may_terminate(names, st.name):
                 raise fail(
                     st.pos,
                     f"{st.name}: parser {d.name} never reaches accept or reject from this "

@@ -27,7 +27,7 @@ from .cpmodel import (
     CPTable,
     CPValueSet,
 )
-from .errors import CompileError
+from .errors import CompileError, CompileWarning
 
 COUNTER_UNITS = {"packets": "PACKETS", "bytes": "BYTES", "packets_and_bytes": "BOTH"}
 
@@ -70,6 +70,7 @@ class ModelBuilder(TypesMixin):
             if isinstance(d, A.StructLike) and d.kind == "header":
                 self.controller_header(d)
         self.digests()
+
         # p4c lists the top-level actions first, in the order tables (in the order of the
         # inlined program) first refer to them (a table's action list, then its implicit
         # default NoAction); then every block's own actions, V1Switch argument by argument,
@@ -364,6 +365,16 @@ class ModelBuilder(TypesMixin):
                 for ap in self.model.action_profiles:
                     if ap.name == table.implementation:
                         ap.table_names.append(name)
+                # p4c's BMv2 back end (ControlConverter) for every table with an
+                # implementation, default action written or not
+                self.checked.warnings.append(
+                    CompileWarning(
+                        d.pos,
+                        "unsupported",
+                        f"Target does not support default_action for {name.lstrip('.')} "
+                        "(due to action profiles)",
+                    )
+                )
             elif p.name == "counters":
                 table.direct_counter = self.direct(p, name)
             elif p.name == "meters":
@@ -461,6 +472,16 @@ class ModelBuilder(TypesMixin):
                 for a in fdecl.annotations:
                     if a.name == "match" and a.args and isinstance(a.args[0], A.Name):
                         kind = a.args[0].name
+                if kind != "exact":  # p4c's BMv2 back end ignores it (P4Info keeps it)
+                    self.checked.warnings.append(
+                        CompileWarning(
+                            fdecl.pos,
+                            "unsupported",
+                            "This backend only supports exact matches in value_sets but the "
+                            f"match on '{fdecl.name}' is not exact; the annotation will be "
+                            "ignored",
+                        )
+                    )
                 # p4c: the field's control-plane name, its @id, its annotations (p4info.py
                 # leaves @match out) and @brief/@description as doc
                 fields.append(

@@ -413,6 +413,12 @@ def _value_sets() -> list[Case]:
            pdecls="    value_set<vk_t>(2) pvs;",
            start="        transition select(hdr.eth.dst, hdr.eth.etype) {\n"
            "            pvs: mark; default: accept; }", states=mark),
+        _v(a, "transition_to_reject", pdecls="    value_set<bit<16>>(4) pvs;",
+           start="        transition select(hdr.eth.etype) {\n"
+           "            pvs: reject; 0x800: mark; default: accept; }",
+           states="    state mark { transition select(meta.c) { 0: accept; 1: bad; } }\n"
+           "    state bad { transition reject; }\n"
+           "    state never { transition reject; }"),
         _x(a, "bool_type", pdecls="    value_set<bool>(4) pvs;",
            start="        transition select(hdr.eth.etype == 1) {\n"
            "            pvs: mark; default: accept; }", states=mark),
