@@ -30,9 +30,10 @@ from job_ranks import SECRET, Job, contribution, expected  # noqa: E402
 
 @pytest.mark.parametrize("operator_push", [False, True], ids=["alone", "operator-push"])
 def test_switch_killed_and_restarted_mid_job(tmp_path: Path, operator_push: bool) -> None:
-    # give_up_after 0.05 + 0.1 + 0.2 + 8 x 0.3 = 2.75 s: time for the switch to start
+    # give_up_after 0.05 + 0.1 + 0.2 + 0.4 + 8 x 0.5 = 4.75 s: time for a loaded machine to
+    # restart the switch (the call waits that long, then as long again for the switch)
     with LocalStack(
-        ports=2, initial_timeout_ms=50, max_timeout_ms=300, retries=10, join_timeout=60
+        ports=2, initial_timeout_ms=50, max_timeout_ms=500, retries=12, join_timeout=60
     ) as stack:
         job = Job(stack, 1, 2, CALLS).start()
         killed_at = job.wait_progress(KILL_AT)
@@ -120,7 +121,7 @@ def test_a_worker_one_call_ahead_contributes_to_its_last_call_again(tmp_path: Pa
     both run call 3: every result exact on both ranks. The calls fit one round of the job's
     slots (ONE_ROUND elements), so rank 0 can complete call 2 without rank 1's results."""
     with LocalStack(
-        ports=2, initial_timeout_ms=50, max_timeout_ms=300, retries=10, join_timeout=60
+        ports=2, initial_timeout_ms=50, max_timeout_ms=500, retries=12, join_timeout=60
     ) as stack:
         with ThreadPoolExecutor(2) as joins:
             sessions = list(

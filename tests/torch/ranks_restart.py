@@ -22,8 +22,8 @@ STEPS = int(os.environ.get("P4T_STEPS", "16"))
 
 def scenario_train() -> None:
     ports = [int(p) for p in os.environ["P4T_PORTS"].split(",")]
-    # give_up_after 2.75 s: time for the switch to start again
-    retry = RetryPolicy(initial_timeout=0.05, max_timeout=0.3, give_up_after=2.75)
+    # give_up_after 4.75 s: time for a loaded machine to start the switch again
+    retry = RetryPolicy(initial_timeout=0.05, max_timeout=0.5, give_up_after=4.75)
     init(
         "p4reduce",
         P4ReduceOptions(url=os.environ["P4T_URL"], udp_port=ports[RANK], retry=retry),

@@ -39,8 +39,8 @@ def test_ddp_survives_a_switch_restart(tmp_path: Path, push: bool) -> None:
         ports=2,
         peers=[("127.0.0.1", p) for p in ports],
         initial_timeout_ms=50,
-        max_timeout_ms=300,
-        retries=10,
+        max_timeout_ms=500,
+        retries=12,
         join_timeout=60,
     ) as stack:
         ranks = start(
