@@ -50,7 +50,7 @@ BMV2_SLOTS = 4
 BMV2_RETX_MS = 1000
 
 PROG = "p4reduce testbed"
-CHOICES = (*EXPERIMENTS, "training", "accuracy", "tenants", "standard")
+CHOICES = (*EXPERIMENTS, "training", "accuracy", "tenants", "racks", "standard")
 
 
 class TestbedError(Exception):
@@ -189,6 +189,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--epochs", type=_number(int, 1, 1000, "epoch count"), default=5, metavar="E",
         help="accuracy: epochs per scheme (default 5)",
     )  # fmt: skip
+    p.add_argument(
+        "--racks", type=_number_list(int, 1, 8, "rack count"), metavar="R[,R...]",
+        help="racks: the leaf-spine shapes' racks, one ToR switch each under one spine "
+        "(default 1,2,4, and 2 x 4 beside 4 x 2); the other experiments run one switch",
+    )  # fmt: skip
+    p.add_argument(
+        "--per-rack", type=_number_list(int, 1, 16, "workers per rack"), metavar="W[,W...]",
+        help="racks: workers (hosts) per rack (default 2); --workers is not used there",
+    )  # fmt: skip
     p.add_argument("--no-gloo", action="store_true", help="skip the gloo baseline")
     p.add_argument(
         "--timeout", type=_number(float, 1, 86400, "timeout"), default=300.0, metavar="S",
@@ -234,6 +243,13 @@ def run_experiment(
         from .accuracy import run_accuracy
 
         return run_accuracy(opts, switch, args.out, say, quiet=args.json)
+    if name == "racks":
+        from .racks import run_racks
+
+        if switch.name != "embedded":
+            raise StackError("racks: the leaf-spine testbed runs the embedded switch only")
+        return run_racks(opts, switch, args.out, say, quiet=args.json, racks=args.racks,
+                         per_rack=args.per_rack)  # fmt: skip
     if name == "tenants":
         from .tenants import run_tenants
 
@@ -323,6 +339,8 @@ def cmd_testbed(args: argparse.Namespace) -> int:
             sw.check()
         opts = options_of(args)
         names = STANDARD if args.experiment == "standard" else (args.experiment,)
+        if (args.racks or args.per_rack) and names != ("racks",):
+            raise StackError("--racks and --per-rack belong to --experiment racks")
         rows: list[Row] = []
         for name in names:
             mine: list[Row] = []

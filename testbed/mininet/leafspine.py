@@ -14,10 +14,11 @@ so nothing is flooded across racks.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
@@ -28,7 +29,7 @@ from ...controller.jobs import upsert
 from ...controller.service import Timeouts
 from ...controller.static_config import Host as L2Host
 from ...controller.static_config import StaticConfig
-from ...controller.tree import Parent, Rack, TreeJob, assignments, create_tree, delete_tree
+from ...controller.tree import Parent, Rack, assignments, create_tree, delete_tree
 from ..local import Proc, StackError
 from .stack import AGG_PORT, SWITCH_NICE, Host, MininetStack
 
@@ -47,8 +48,8 @@ class LeafSpineStack(MininetStack):
         self.racks = racks
         self.per_rack = hosts // racks
         self.switches: list[Proc] = []
-        self.ctls: list[Controller] = []  # spine first, then ToR 0..R-1
-        self.trees: dict[int, tuple[TreeJob, list[Rack]]] = {}
+        self.addrs: list[str] = []  # P4Runtime: spine first, then ToR 0..R-1
+        self.trees: list[int] = []  # the job ids installed
 
     # ------------------------------------------------------------------ start
     def _start_topology(self, extra: dict[str, Any] | None = None) -> None:
@@ -75,15 +76,27 @@ class LeafSpineStack(MininetStack):
             m = re.search(r"P4Runtime ([\d.]+:\d+)", line)
             if m is None:
                 raise StackError(f"p4reduce-switch {proc.name}: unexpected ready line {line!r}")
-            self.ctls.append(Controller(m[1]).connect())
+            self.addrs.append(m[1])
         self.switch = self.switches[0]  # the one wait() and the CPU windows watch
-        self.grpc_addr = self.ctls[0].conn.addr
+        self.grpc_addr = self.addrs[0]
         self._log(f"{len(self.switches)} switches ready (spine and {self.racks} ToRs)")
 
+    @contextlib.contextmanager
+    def connected(self) -> Iterator[list[Controller]]:
+        """One P4Runtime connection per switch (spine first), for the block only: no gRPC
+        thread runs while this process starts the hosts' processes (gRPC's fork handlers
+        would complain at every fork)."""
+        with contextlib.ExitStack() as s:
+            yield [s.enter_context(Controller(a)) for a in self.addrs]
+
     def _configure(self, prefix: Any) -> None:
+        with self.connected() as ctls:
+            self._configure_with(prefix, ctls)
+
+    def _configure_with(self, prefix: Any, ctls: list[Controller]) -> None:
         net = self.net
-        spine, tors = self.ctls[0], self.ctls[1:]
-        for c in self.ctls:
+        spine, tors = ctls[0], ctls[1:]
+        for c in ctls:
             c.push(prefix)
         spine.install_static(StaticConfig(net["spine_ip"], net["spine_mac"]))
         l2 = []
@@ -106,15 +119,6 @@ class LeafSpineStack(MininetStack):
     def _start_serve(self) -> None:
         """No registration service: ``spawn_p4reduce_jobs`` installs each job itself."""
 
-    def stop(self) -> None:
-        for c in self.ctls:
-            try:
-                c.close()
-            except Exception:  # noqa: BLE001 - the switches are stopped next anyway
-                pass
-        self.ctls = []
-        super().stop()
-
     # ------------------------------------------------------------------ layout
     def rack_of(self, h: Host) -> int:
         return h.rank // self.per_rack
@@ -123,11 +127,11 @@ class LeafSpineStack(MininetStack):
         return self.hosts[r * self.per_rack : (r + 1) * self.per_rack]
 
     # ------------------------------------------------------------------ jobs
-    def install_tree(self, job_id: int) -> list[dict[str, Any]]:
+    def install_tree(self, ctls: list[Controller], job_id: int) -> list[dict[str, Any]]:
         """Install job ``job_id`` on every switch (all hosts, rank = host index); every
         worker's assignment, by rank."""
         net = self.net
-        spine, tors = self.ctls[0], self.ctls[1:]
+        spine, tors = ctls[0], ctls[1:]
         racks = [
             Rack(tors[r["rack"]],
                  [Member(h.rank, h.ip, TREE_UDP_PORT, h.mac, h.switch_port)
@@ -138,16 +142,15 @@ class LeafSpineStack(MininetStack):
         ]  # fmt: skip
         parent = Parent(net["spine_ip"], net["spine_mac"], AGG_PORT)
         tree = create_tree(spine, parent, racks, job_id, self.slots)
-        self.trees[job_id] = (tree, racks)
+        self.trees.append(job_id)
         t = asdict(Timeouts())
         if self.initial_timeout_ms is not None:
             t["initial_ms"] = self.initial_timeout_ms
         return assignments(tree, racks, AGG_PORT, t)
 
-    def remove_trees(self) -> None:
-        for jid in list(self.trees):
-            delete_tree(self.ctls[0], self.ctls[1:], jid)
-            del self.trees[jid]
+    def remove_trees(self, ctls: list[Controller]) -> None:
+        while self.trees:
+            delete_tree(ctls[0], ctls[1:], self.trees.pop())
 
     def spawn_p4reduce_jobs(
         self, jobs: Sequence[tuple[int, int, Sequence[dict[str, Any]]]], *, timeout: float = 120.0
@@ -156,9 +159,10 @@ class LeafSpineStack(MininetStack):
         one ``tree_worker`` per host for all the jobs."""
         if any(n != self.n for _, n, _ in jobs):
             raise StackError(f"a leaf-spine job spans all {self.n} hosts")
-        self.remove_trees()  # the previous batch's jobs have ended
         self._seq += 1
-        every = {jid: self.install_tree(jid) for jid, _, _ in jobs}
+        with self.connected() as ctls:
+            self.remove_trees(ctls)  # the previous batch's jobs have ended
+            every = {jid: self.install_tree(ctls, jid) for jid, _, _ in jobs}
         procs = []
         for i, h in enumerate(self.hosts):
             mine = [{"job": j, "assignment": every[j][i], "plan": list(plan)}

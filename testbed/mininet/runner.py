@@ -266,6 +266,8 @@ def rows_for(
             "retx_ms": (point.retx_ms or SERVICE_RETX_MS) if backend == "p4reduce" else None
         }
         extra.update(cpu.per_call(windows, repeat))
+        if point.racks:
+            extra["racks"] = point.racks
         rows.append(
             Row(
                 experiment=point.experiment,
