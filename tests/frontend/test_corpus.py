@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
 PROGRAMS = Path(__file__).parent / "programs"
+sys.path.insert(0, str(Path(__file__).parent / "rules"))
 GOOD = sorted((PROGRAMS / "good").glob("*.p4"))
 BAD = sorted((PROGRAMS / "bad").glob("*.p4"))
 
@@ -124,6 +126,10 @@ def test_good_program_compiles(path: Path) -> None:
         pytest.fail(f"p4c accepts {path.name}, but the front end rejected it: {err}")
     assert isinstance(result.p4info, p4info_pb2.P4Info)
     json.dumps(result.ir)
+    # and it loads on both engines, or is refused at load in one line (rules/engine_loads.py)
+    from engine_loads import assert_loads, load_outcome
+
+    assert_loads(*load_outcome(result))
 
 
 @pytest.mark.parametrize("path", BAD, ids=[p.stem for p in BAD])
