@@ -302,6 +302,9 @@ def _unions_stacks() -> list[Case]:
     ]  # fmt: skip
 
 
+PICK = "T pick<T>(in bool c, in T x, in T y) {\n    if (c) { return x; }\n    return y;\n}\n"
+
+
 def _generics() -> list[Case]:
     a = "generics"
     pair = "struct pair_t<T> { T a; T b; }\n"
@@ -311,11 +314,9 @@ def _generics() -> list[Case]:
            "        meta.c = p.a + p.b;"),
         _v(a, "generic_header", headers="header gh_t<T> { T v; bit<8> pad; }",
            hfields="    gh_t<bit<16>> g;", ingress="        hdr.g.v = meta.b;"),
-        _v(a, "generic_function", top="T pick<T>(in bool c, in T x, in T y) {\n"
-           "    if (c) { return x; }\n    return y;\n}\n",
+        _v(a, "generic_function", top=PICK,
            ingress="        meta.b = pick<bit<16>>(meta.c == 1, 16w3, meta.b);"),
-        _v(a, "generic_function_inferred", top="T pick<T>(in bool c, in T x, in T y) {\n"
-           "    if (c) { return x; }\n    return y;\n}\n",
+        _v(a, "generic_function_inferred", top=PICK,
            ingress="        meta.c = pick(meta.c == 1, meta.c, 8w4);"),
         _v(a, "register_of_typedef", types="typedef bit<24> cell_t;\n",
            idecls="    register<cell_t>(8) r;\n",
@@ -324,8 +325,7 @@ def _generics() -> list[Case]:
            ingress="        pair_t p;\n        p.a = 1;"),
         _x(a, "generic_struct_arity", types=pair,
            ingress="        pair_t<bit<8>, bit<8>> p = { a = 1, b = 2 };"),
-        _x(a, "generic_function_conflict", top="T pick<T>(in bool c, in T x, in T y) {\n"
-           "    if (c) { return x; }\n    return y;\n}\n",
+        _x(a, "generic_function_conflict", top=PICK,
            ingress="        meta.c = pick(true, 8w1, 16w2);"),
     ]  # fmt: skip
 
