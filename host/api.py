@@ -658,6 +658,10 @@ class AllreduceSession:
             self._replay.done += 1
             return result
         src = np.asarray(array)
+        # validate before keeping the copy: a refused call (a 1 TiB broadcast view, a wrong
+        # dtype) must fail with its own message, not in the copy
+        self._check_open()
+        self._check_args(src, op, mode, out)
         saved = src.astype(np.float32) if src.dtype == np.float16 else src.copy()
         while True:
             try:
