@@ -65,22 +65,7 @@ def test_switch_back_too_late_fails_the_call_then_the_next_runs(tmp_path: Path) 
     with LocalStack(
         ports=2, initial_timeout_ms=50, max_timeout_ms=200, retries=6, join_timeout=60
     ) as stack:
-        with ThreadPoolExecutor(2) as joins:
-            sessions = list(
-                joins.map(
-                    lambda r: AllreduceSession.join(
-                        stack.url,
-                        1,
-                        r,
-                        2,
-                        sock=stack.sockets[r],
-                        switch_port=r + 1,
-                        secret=SECRET,
-                        timeout=60,
-                    ),  # fmt: skip
-                    range(2),
-                )
-            )
+        sessions = _join_both(stack)
         new = None
         try:
             with ThreadPoolExecutor(2) as pool:
@@ -107,6 +92,19 @@ def test_switch_back_too_late_fails_the_call_then_the_next_runs(tmp_path: Path) 
                 new.wait(10)
 
 
+def _join_both(stack: LocalStack) -> list[AllreduceSession]:
+    """Both ranks of job 1 joined (concurrently: the service answers when all have)."""
+
+    def join(r: int) -> AllreduceSession:
+        return AllreduceSession.join(
+            stack.url, 1, r, 2, sock=stack.sockets[r], switch_port=r + 1, secret=SECRET,
+            timeout=60,
+        )  # fmt: skip
+
+    with ThreadPoolExecutor(2) as joins:
+        return list(joins.map(join, range(2)))
+
+
 def _outcome(s: AllreduceSession, x: np.ndarray) -> Any:
     try:
         return s.allreduce(x)
@@ -123,22 +121,7 @@ def test_a_worker_one_call_ahead_contributes_to_its_last_call_again(tmp_path: Pa
     with LocalStack(
         ports=2, initial_timeout_ms=50, max_timeout_ms=500, retries=12, join_timeout=60
     ) as stack:
-        with ThreadPoolExecutor(2) as joins:
-            sessions = list(
-                joins.map(
-                    lambda r: AllreduceSession.join(
-                        stack.url,
-                        1,
-                        r,
-                        2,
-                        sock=stack.sockets[r],
-                        switch_port=r + 1,
-                        secret=SECRET,
-                        timeout=60,
-                    ),  # fmt: skip
-                    range(2),
-                )
-            )
+        sessions = _join_both(stack)
         ranks = [ThreadPoolExecutor(1) for _ in range(2)]  # each rank's calls, in order
         new = None
         try:
