@@ -88,9 +88,9 @@ def rigs(lib, handler) -> Iterator[Callable[[bool], Rig]]:
 
 def _multicast_run(rig: Rig, handler) -> tuple[dict[int, list[bytes]], int]:
     handler.group([1, 2, 3])
-    burst = [b"M" + bytes([i]) * 999 for i in range(40)] + [b"M-short"]
+    burst = [b"M" + bytes([i]) * 999 for i in range(24)] + [b"M-short"]
     send_segmented(rig.peers[1], burst, rig.adapter.listen)
-    singles = [b"M%03d" % i for i in range(20)]
+    singles = [b"M%03d" % i for i in range(10)]
     for p in singles:  # one datagram each, interleaved with nothing
         rig.peers[2].sendto(p, rig.adapter.listen)
     got, coalesced = {}, 0
