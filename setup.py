@@ -43,7 +43,12 @@ setup(
         Extension(
             "p4reduce.host._engine_c",
             [f"host/_engine/{f}.c" for f in ENGINE_FILES],
-            depends=["host/_engine/engine.h", "host/_engine/contracts.h", "host/_simd.h"],
+            depends=[
+                "host/_engine/engine.h",
+                "host/_engine/contracts.h",
+                "host/_engine/udpio.h",
+                "host/_simd.h",
+            ],
             extra_compile_args=[*FLAGS, "-pthread"],
             extra_link_args=["-pthread"],
         ),
