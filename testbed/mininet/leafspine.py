@@ -67,8 +67,7 @@ class LeafSpineStack(MininetStack):
         for i, p in enumerate(ports):
             name = "spine" if i == 0 else f"tor{i - 1}"
             argv = kind.argv(prefix, [], kind.grpc_addr())
-            for port, intf in p:
-                argv[2:2] = ["-i", f"{port}@{intf}"]
+            argv[2:2] = [a for port, intf in p for a in ("-i", f"{port}@{intf}")]  # after the JSON
             proc = self._spawn(name, argv, nice=SWITCH_NICE)
             self.switches.append(proc)
         for proc in self.switches:
@@ -80,6 +79,9 @@ class LeafSpineStack(MininetStack):
         self.switch = self.switches[0]  # the one wait() and the CPU windows watch
         self.grpc_addr = self.addrs[0]
         self._log(f"{len(self.switches)} switches ready (spine and {self.racks} ToRs)")
+
+    def watched(self) -> list[Proc | None]:
+        return [*self.switches, self.driver]
 
     @contextlib.contextmanager
     def connected(self) -> Iterator[list[Controller]]:

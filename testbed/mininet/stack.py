@@ -448,6 +448,10 @@ class MininetStack(Stack):
             procs.append(self.spawn_in(h, f"gloo{self._seq}-{rank}", args))
         return procs
 
+    def watched(self) -> list[Proc | None]:
+        """The parts whose death fails a wait (None: not started)."""
+        return [self.switch, self.serve, self.driver]
+
     def wait(self, procs: Sequence[Proc], timeout: float) -> list[WorkerResult]:
         """Wait for the workers; StackError (the others stopped) as soon as one fails, the
         switch, the service or the topology dies, or the timeout passes."""
@@ -459,7 +463,7 @@ class MininetStack(Stack):
                     failure = f"{p.name} failed: {p.error()}"
                     break
             if failure is None:
-                for what in (self.switch, self.serve, self.driver):
+                for what in self.watched():
                     if what is not None and not what.alive():
                         failure = f"{what.name} exited unexpectedly: {what.error()}"
                         break
