@@ -190,6 +190,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="accuracy: epochs per scheme (default 5)",
     )  # fmt: skip
     p.add_argument(
+        "--lr", type=_number(float, 1e-6, 100, "learning rate"), default=1.0, metavar="LR",
+        help="accuracy: SGD learning rate (default 1.0, the example's)",
+    )  # fmt: skip
+    p.add_argument(
         "--racks", type=_number_list(int, 1, 8, "rack count"), metavar="R[,R...]",
         help="racks: the leaf-spine shapes' racks, one ToR switch each under one spine "
         "(default 1,2,4, and 2 x 4 beside 4 x 2); the other experiments run one switch",
@@ -217,7 +221,7 @@ def options_of(args: argparse.Namespace) -> Options:
         workers=args.workers, bws=args.bw, delay_ms=args.delay or None, loss=args.loss,
         elements=args.elements, density=args.density, mode=args.mode, dtype=args.dtype,
         repeat=args.repeat, gloo=not args.no_gloo, retx_ms=args.retx_ms, timeout=args.timeout,
-        ks=args.k, steps=args.steps, epochs=args.epochs, slots=args.slots,
+        ks=args.k, steps=args.steps, epochs=args.epochs, lr=args.lr, slots=args.slots,
     )  # fmt: skip
 
 

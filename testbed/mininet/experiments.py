@@ -47,6 +47,7 @@ class Options:
     timeout: float = 300.0
     steps: int = 15  # training
     epochs: int = 5  # accuracy (time to accuracy)
+    lr: float = 1.0  # accuracy: SGD learning rate (examples/train_digits.py's default)
 
     @property
     def bw(self) -> float | None:

@@ -53,7 +53,7 @@ def test_small_accuracy_run_checks_every_scheme_and_leaves_nothing(tmp_path: Pat
         steps = x["calls"]
         assert len(pts) == steps > 0  # one evaluation per step
         assert all(a[0] <= b[0] for a, b in itertools.pairwise(pts))  # time only goes on
-        assert pts[-1][1] == pytest.approx(x["accuracy"])
+        assert pts[-1][1] == pytest.approx(x["accuracy"], abs=1e-4)  # 4 decimals in the CSV
         assert x["accuracy"] > 0.3  # 1437 digits, 10 classes: it learned (chance 0.1)
         tta = x["time_to_target"]
         assert tta is None or 0 < tta <= pts[-1][0]
