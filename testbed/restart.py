@@ -5,7 +5,8 @@ operator's restart do (the failure tests of docs/failures.md).
 the same arguments, its P4Runtime server on the address it had (the registration service
 reconnects there); ``restart_serve`` does the same with ``p4reduce-ctl serve`` on the URL it
 had (workers find it there again), optionally with more options (``--state PATH``). The new
-processes are the caller's to stop.
+processes are the caller's to stop. ``kill_switch`` is the first half of ``restart_switch``,
+for a stack that starts the switch again its own way (testbed/mininet/stack.py).
 """
 
 from __future__ import annotations
@@ -20,11 +21,18 @@ from typing import Any
 def restart_switch(stack: Any, log: Path, timeout: float = 60.0) -> subprocess.Popen[bytes]:
     """kill -9 ``stack.switch`` and start it again (same arguments, same gRPC address);
     returns the new process once it printed its ready line. ``log``: its stdout and stderr."""
+    return spawn_ready(kill_switch(stack), log, timeout)
+
+
+def kill_switch(stack: Any) -> list[str]:
+    """kill -9 ``stack.switch`` (a ``Proc``); its command line to start it again: the same
+    arguments, ``--grpc-server-addr`` the address it had (``stack.grpc_addr``: an embedded
+    switch started on port 0 picked it). The Mininet stack's ``restart_switch`` uses it too."""
     if stack.switch is None:
         raise RuntimeError("the stack has no switch process to restart")
     args = _kill(stack.switch.popen)
     args[args.index("--grpc-server-addr") + 1] = stack.grpc_addr
-    return spawn_ready(args, log, timeout)
+    return args
 
 
 def restart_serve(

@@ -55,6 +55,7 @@ from ..local import (
     stop_signals_held,
     terminate,
 )
+from ..restart import kill_switch
 from ..worker import CPU_INTF_ENV, CPU_WATCH_ENV
 from . import topology
 from .switches import SwitchKind, accepts
@@ -295,6 +296,12 @@ class MininetStack(Stack):
         addr = kind.grpc_addr()
         argv = kind.argv(prefix, [h.switch_intf for h in self.hosts], addr)
         self.switch = self._spawn("switch", argv, nice=SWITCH_NICE)
+        self._await_switch(addr)
+
+    def _await_switch(self, addr: str) -> None:
+        """Wait for ``self.switch`` to serve P4Runtime; set ``grpc_addr``."""
+        kind = self.switch_kind
+        assert self.switch is not None
         if kind.name == "embedded":
             line = self._wait_line(self.switch, "p4reduce-switch", "ready")
             m = re.search(r"P4Runtime ([\d.]+:\d+)", line)
@@ -311,6 +318,17 @@ class MininetStack(Stack):
                 time.sleep(0.1)
             self.grpc_addr = addr
         self._log(f"{kind.name} switch ready (P4Runtime {self.grpc_addr})")
+
+    def restart_switch(self) -> Proc:
+        """kill -9 the switch process and start it again with the same arguments and
+        P4Runtime address (``restart.kill_switch``), as a crash and an operator's restart
+        do; the registration service's reconciliation puts the jobs back
+        (docs/failures.md). The new process replaces ``self.switch``."""
+        args = kill_switch(self)
+        restarts = sum(p.name.startswith("switch") for p in self.procs)
+        self.switch = self._spawn(f"switch{restarts}", args, nice=SWITCH_NICE)
+        self._await_switch(self.grpc_addr)
+        return self.switch
 
     def ctl(self, *args: str, election_id: int | None = None) -> dict[str, Any]:
         """A one-shot ``p4reduce-ctl --json`` command; its JSON answer."""
