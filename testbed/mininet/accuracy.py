@@ -13,9 +13,7 @@ curve (accuracy against wall time, one PNG), the final accuracy, and the time to
 
 from __future__ import annotations
 
-import json
 import math
-import shutil
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -27,8 +25,9 @@ from ..local import StackError
 from .experiments import Options, link_label
 from .report import wrap_title, write_csv
 from .runner import Row
-from .stack import MininetStack, data_link_mtu, make_workdir
+from .stack import MininetStack, data_link_mtu
 from .switches import SwitchKind
+from .training import emit, p4reduce_args, sparse_stack, torch_env
 
 TARGET = 0.90  # test accuracy the time is measured to
 RATIO = 0.05  # top-k's ratio (adaptive: its start); agreed selection sends 8 of 151 blocks
@@ -73,19 +72,15 @@ def run_scheme(
     stack: MininetStack, script: Path, scheme: Scheme, opts: Options, epochs: int, job: int
 ) -> dict[str, Any]:
     """One training run of ``scheme``; rank 0's JSON summary (with its curve)."""
-    master = stack.hosts[0].mgmt_ip
     procs = []
     for h in stack.hosts:
-        env = {"RANK": str(h.rank), "LOCAL_RANK": "0", "WORLD_SIZE": str(stack.n),
-               "LOCAL_WORLD_SIZE": "1", "MASTER_ADDR": master, "MASTER_PORT": str(29700 + job),
-               "GLOO_SOCKET_IFNAME": h.intf, "OMP_NUM_THREADS": "1"}  # fmt: skip
+        env = {**torch_env(stack, h, 29700 + job), "OMP_NUM_THREADS": "1"}
         args = [str(script), "--json", "--backend", scheme.backend, "--compress", scheme.compress,
                 "--selection", scheme.selection, "--mode", "sparse", "--ratio", str(RATIO),
                 "--lr", f"{opts.lr:g}", "--epochs", str(epochs), "--eval-every", str(EVAL_EVERY),
                 "--timeout", f"{opts.timeout:g}"]  # fmt: skip
         if scheme.backend == "p4reduce":
-            args += ["--url", stack.url, "--job-id", str(job), "--bind-ip", h.ip,
-                     "--mac", h.mac, "--switch-port", str(h.switch_port)]  # fmt: skip
+            args += p4reduce_args(stack, h, job)
         name = f"digits-{scheme.label.replace(' ', '-')}-{h.rank}"
         procs.append(stack.spawn_in(h, name, [sys.executable, *args], env=env))
     results = stack.wait(procs, opts.timeout + 30)
@@ -122,41 +117,23 @@ def run_accuracy(
     script = find_script()
     n = (opts.workers or (4,))[0]
     shape = opts.shape((opts.loss or (0.0,))[0])
-    k = opts.k(64)
-    epochs = opts.epochs
-    workdir = make_workdir(out)
-    say(f"accuracy: {n} workers, links {shape.label()}, K = {k}, {epochs} epochs, lr {opts.lr:g}")
+    say(f"accuracy: {n} workers, links {shape.label()}, K = {opts.k(64)}, {opts.epochs} "
+        f"epochs, lr {opts.lr:g}")  # fmt: skip
     rows: list[Row] = []
-    try:
-        with MininetStack(
-            n, shape, "sparse", switch=switch, k=k, workdir=workdir, build_dir=out / "build",
-            log=say, initial_timeout_ms=opts.retx_ms,
-        ) as stack:  # fmt: skip
-            for job, scheme in enumerate(SCHEMES, start=1):
-                if scheme.backend == "gloo" and not opts.gloo:
-                    continue
-                say(f"accuracy: {scheme.label}")
-                s = run_scheme(stack, script, scheme, opts, epochs, job)
-                rows.append(row_of(s, scheme, stack, switch.label, opts.lr))
-    except StackError as err:  # keep the logs, say where
-        raise StackError(f"{err} (logs in {workdir / 'logs'})") from None
-    except BaseException:
-        shutil.rmtree(workdir, ignore_errors=True)
-        raise
-    shutil.rmtree(workdir, ignore_errors=True)
+    with sparse_stack(opts, n, switch, out, say) as (stack, _workdir):
+        for job, scheme in enumerate(SCHEMES, start=1):
+            if scheme.backend == "gloo" and not opts.gloo:
+                continue
+            say(f"accuracy: {scheme.label}")
+            s = run_scheme(stack, script, scheme, opts, opts.epochs, job)
+            rows.append(row_of(s, scheme, stack, switch.label, opts.lr))
     check_dense(rows)
     write_csv(rows, out / "accuracy.csv")
     label = link_label(rows)
     title = f"time to accuracy: digits MLP, {n} workers, SGD lr {opts.lr:g}, top-k {RATIO:g}"
     figure(rows, out / "accuracy.png", f"{title}\n{label}")
-    if quiet:
-        for r in rows:
-            print(json.dumps({"experiment": "accuracy", **r.as_dict()}), flush=True)
-    else:
-        print(f"\naccuracy: time to {100 * TARGET:.0f} % test accuracy ({label})")
-        for line in accuracy_lines(rows):
-            print(f"  {line}")
-        print(f"  wrote {out / 'accuracy.csv'} and {out / 'accuracy.png'}", flush=True)
+    heading = f"accuracy: time to {100 * TARGET:.0f} % test accuracy ({label})"
+    emit(rows, "accuracy", out, quiet, heading, accuracy_lines(rows))
     return rows
 
 

@@ -19,11 +19,12 @@ losses and final parameters are compared too.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ from ..local import StackError
 from .experiments import Options, link_label
 from .report import wrap_title, write_csv
 from .runner import Row
-from .stack import MininetStack, data_link_mtu, make_workdir
+from .stack import Host, MininetStack, data_link_mtu, make_workdir
 from .switches import SwitchKind
 
 WARMUP = 5  # steps left out of the medians (fewer when a run is shorter)
@@ -59,24 +60,69 @@ def find_script() -> Path:
         raise StackError(str(err)) from None
 
 
+def torch_env(stack: MininetStack, h: Host, port: int) -> dict[str, str]:
+    """torch's env:// variables for the rank on host ``h`` (rank 0's management address
+    as the master), with gloo's traffic on the host's data interface."""
+    return {"RANK": str(h.rank), "LOCAL_RANK": "0", "WORLD_SIZE": str(stack.n),
+            "LOCAL_WORLD_SIZE": "1", "MASTER_ADDR": stack.hosts[0].mgmt_ip,
+            "MASTER_PORT": str(port), "GLOO_SOCKET_IFNAME": h.intf}  # fmt: skip
+
+
+def p4reduce_args(stack: MininetStack, h: Host, job: int) -> list[str]:
+    """The p4reduce worker's options of the training examples for host ``h``."""
+    return ["--url", stack.url, "--job-id", str(job), "--bind-ip", h.ip, "--mac", h.mac,
+            "--switch-port", str(h.switch_port)]  # fmt: skip
+
+
+@contextlib.contextmanager
+def sparse_stack(
+    opts: Options, n: int, switch: SwitchKind, out: Path, say: Callable[[str], None]
+) -> Iterator[tuple[MininetStack, Path]]:
+    """A Mininet stack with the sparse program for a training experiment, and its work
+    directory, removed afterwards except after a StackError (its logs are named)."""
+    shape = opts.shape((opts.loss or (0.0,))[0])
+    workdir = make_workdir(out)
+    try:
+        with MininetStack(
+            n, shape, "sparse", switch=switch, k=opts.k(64), workdir=workdir,
+            build_dir=out / "build", log=say, initial_timeout_ms=opts.retx_ms,
+        ) as stack:  # fmt: skip
+            yield stack, workdir
+    except StackError as err:  # keep the logs, say where
+        raise StackError(f"{err} (logs in {workdir / 'logs'})") from None
+    except BaseException:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+def emit(rows: Sequence[Row], name: str, out: Path, quiet: bool, heading: str,
+         lines: Sequence[str]) -> None:  # fmt: skip
+    """Rows as JSON objects (``quiet``), else the heading, the lines and the files."""
+    if quiet:
+        for r in rows:
+            print(json.dumps({"experiment": name, **r.as_dict()}), flush=True)
+        return
+    print(f"\n{heading}")
+    for line in lines:
+        print(f"  {line}")
+    print(f"  wrote {out / (name + '.csv')} and {out / (name + '.png')}", flush=True)
+
+
 def run_backend(
     stack: MininetStack, script: Path, model: str, backend: str, mode: str, params: Path,
     opts: Options, job: int,
 ) -> dict[str, Any]:  # fmt: skip
     """One training run; rank 0's summary."""
-    master = stack.hosts[0].mgmt_ip
     procs = []
     for h in stack.hosts:
-        env = {"RANK": str(h.rank), "LOCAL_RANK": "0", "WORLD_SIZE": str(stack.n),
-               "LOCAL_WORLD_SIZE": "1", "MASTER_ADDR": master, "MASTER_PORT": str(29600 + job),
-               "GLOO_SOCKET_IFNAME": h.intf}  # fmt: skip
+        env = torch_env(stack, h, 29600 + job)
         args = [sys.executable, str(script), "--backend", backend, "--steps", str(opts.steps),
                 "--warmup", str(min(WARMUP, opts.steps - 1)), "--probe", "--json",
                 "--timeout", f"{opts.timeout:g}",
                 "--lr", str(LR), *MODELS[model], "--save-params", str(params)]  # fmt: skip
         if backend == "p4reduce":
-            args += ["--url", stack.url, "--job-id", str(job), "--bind-ip", h.ip,
-                     "--mac", h.mac, "--switch-port", str(h.switch_port), "--mode", mode]  # fmt: skip
+            args += [*p4reduce_args(stack, h, job), "--mode", mode]
         procs.append(stack.spawn_in(h, f"train-{model}-{backend}-{mode}-{h.rank}", args, env=env))
     results = stack.wait(procs, opts.timeout + 30)
     summary = [ln for ln in results[0].lines if ln.get("done")]
@@ -125,52 +171,33 @@ def run_training(
 ) -> list[Row]:
     script = find_script()
     n = (opts.workers or (4,))[0]
-    loss = (opts.loss or (0.0,))[0]
-    shape = opts.shape(loss)
-    k = opts.k(64)
-    workdir = make_workdir(out)
-    say(f"training: {n} workers, links {shape.label()}, K = {k}")
+    shape = opts.shape((opts.loss or (0.0,))[0])
+    say(f"training: {n} workers, links {shape.label()}, K = {opts.k(64)}")
     rows: list[Row] = []
     summaries: dict[tuple[str, str, str], dict[str, Any]] = {}
-    try:
-        with MininetStack(
-            n, shape, "sparse", switch=switch, k=k, workdir=workdir, build_dir=out / "build",
-            log=say, initial_timeout_ms=opts.retx_ms,
-        ) as stack:  # fmt: skip
-            job = 0
-            for model in MODELS:
-                for backend, mode in RUNS:
-                    job += 1
-                    say(f"training: {model}, {backend} {mode}")
-                    params = workdir / f"params-{model}-{backend}-{mode}.npy"
-                    s = run_backend(stack, script, model, backend, mode, params, opts, job)
-                    s["params_path"] = params
-                    summaries[(model, backend, mode)] = s
-                    rows.append(row_of(s, model, mode, stack, switch.label))
-            for r in rows:
-                model = r.extra["model"]
-                ref = summaries[(model, "gloo", "ring")]
-                run = summaries[(model, r.backend, r.mode)]
-                c = compare(ref, run, ref["params_path"], run["params_path"], n)
-                r.extra.update(c)
-                r.ok = r.ok and bool(c["within_bound"])
-    except StackError as err:  # keep the logs, say where
-        raise StackError(f"{err} (logs in {workdir / 'logs'})") from None
-    except BaseException:
-        shutil.rmtree(workdir, ignore_errors=True)
-        raise
-    shutil.rmtree(workdir, ignore_errors=True)
+    with sparse_stack(opts, n, switch, out, say) as (stack, workdir):
+        job = 0
+        for model in MODELS:
+            for backend, mode in RUNS:
+                job += 1
+                say(f"training: {model}, {backend} {mode}")
+                params = workdir / f"params-{model}-{backend}-{mode}.npy"
+                s = run_backend(stack, script, model, backend, mode, params, opts, job)
+                s["params_path"] = params
+                summaries[(model, backend, mode)] = s
+                rows.append(row_of(s, model, mode, stack, switch.label))
+        for r in rows:
+            model = r.extra["model"]
+            ref = summaries[(model, "gloo", "ring")]
+            run = summaries[(model, r.backend, r.mode)]
+            c = compare(ref, run, ref["params_path"], run["params_path"], n)
+            r.extra.update(c)
+            r.ok = r.ok and bool(c["within_bound"])
     write_csv(rows, out / "training.csv")
     label = link_label(rows)
     figure(rows, out / "training.png", f"training: DDP, {n} workers\n{label}")
-    if quiet:
-        for r in rows:
-            print(json.dumps({"experiment": "training", **r.as_dict()}), flush=True)
-    else:
-        print(f"\ntraining: DDP across the testbed ({label})")
-        for line in training_lines(rows):
-            print(f"  {line}")
-        print(f"  wrote {out / 'training.csv'} and {out / 'training.png'}", flush=True)
+    emit(rows, "training", out, quiet, f"training: DDP across the testbed ({label})",
+         training_lines(rows))  # fmt: skip
     return rows
 
 
