@@ -23,7 +23,7 @@ from typing import Any
 from ... import resources
 from ..local import StackError
 from .experiments import Options, link_label
-from .report import wrap_title, write_csv
+from .report import save_figure, wrap_title, write_csv
 from .runner import Row
 from .stack import MininetStack, data_link_mtu
 from .switches import SwitchKind
@@ -178,6 +178,4 @@ def figure(rows: Sequence[Row], path: Path, title: str) -> None:
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     fig.suptitle(wrap_title(title, 90), fontsize=10)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)

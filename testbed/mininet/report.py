@@ -78,6 +78,15 @@ def table(rows: Sequence[Row], keys: Sequence[str]) -> str:
     )
 
 
+def save_figure(fig: Any, path: Path) -> None:
+    """Write a matplotlib figure as the experiments' PNGs are written, then free it."""
+    import matplotlib.pyplot as plt
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def write_csv(rows: Sequence[Row], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     dicts = [r.as_dict() for r in rows]
@@ -133,9 +142,7 @@ def plot_panels(
         axes[0][0].set_title(wrap_title(title), fontsize=10)
     else:
         fig.suptitle(wrap_title(title, TITLE_CHARS * n * 2 // 3), fontsize=10)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def _draw(
@@ -195,6 +202,4 @@ def bars(
     ax.set_title(wrap_title(title), fontsize=10)
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)

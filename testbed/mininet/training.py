@@ -34,7 +34,7 @@ from ... import resources
 from ..ddp_bound import param_tolerance
 from ..local import StackError
 from .experiments import Options, link_label
-from .report import wrap_title, write_csv
+from .report import save_figure, wrap_title, write_csv
 from .runner import Row
 from .stack import Host, MininetStack, data_link_mtu, make_workdir
 from .switches import SwitchKind
@@ -250,6 +250,4 @@ def figure(rows: list[Row], path: Path, title: str) -> None:
     bx.grid(True, alpha=0.3)
     bx.legend(fontsize=7)
     fig.suptitle(wrap_title(title, 130), fontsize=10)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)

@@ -6,13 +6,13 @@ Debian's Mininet; it is skipped with the reason otherwise."""
 from __future__ import annotations
 
 import itertools
-import json
 from pathlib import Path
 
 import pytest
 from p4reduce.testbed.mininet import accuracy as acc
 from p4reduce.testbed.mininet.runner import Row
 
+from .test_mininet_experiments import rows_of
 from .test_mininet_testbed import leftovers, needs_mininet, run_testbed
 
 
@@ -45,7 +45,7 @@ def test_small_accuracy_run_checks_every_scheme_and_leaves_nothing(tmp_path: Pat
     r = run_testbed("-e", "accuracy", "-n", "2", "--epochs", "1", "--bw", "0", "--json",
                     "--out", str(tmp_path), timeout=400)  # fmt: skip
     assert r.returncode == 0, r.stderr
-    rows = [json.loads(ln) for ln in r.stdout.splitlines() if ln.startswith("{")]
+    rows = rows_of(r)
     assert [x["scheme"] for x in rows] == [s.label for s in acc.SCHEMES]
     for x in rows:
         assert x["ok"], x
