@@ -92,6 +92,8 @@ from p4reduce.controller.credentials import JOB_SECRET_ENV, new_secret  # noqa: 
 from p4reduce.testbed.mininet.stack import LinkShape, MininetStack, mininet_missing  # noqa: E402
 from p4reduce.testbed.mininet.switches import kind  # noqa: E402
 
+from .test_mininet_testbed import leftovers  # noqa: E402
+
 MISSING = mininet_missing()
 
 
@@ -122,6 +124,7 @@ def test_switch_killed_and_restarted_on_mininet(tmp_path: Path) -> None:
         st.restart_switch()
         results = st.wait(procs, timeout=120)  # StackError if a worker or the switch fails
         serve_log = st.serve.stderr.read_text(errors="replace") if st.serve else ""
+    assert leftovers() == []  # the restarted switch stopped with the rest
     assert [r.returncode for r in results] == [0] * N
     assert max(killed_at) < CALLS  # the switch died with calls to go
     for r in results:
