@@ -1,8 +1,9 @@
 """``p4reduce testbed``: experiments on a Mininet network around one P4 switch
 (docs/testbed.md, "Mininet"; docs/architecture.md).
 
-    p4reduce testbed [--experiment single|scaling|loss|sparsity|training|standard]
-                     [--workers N[,N...]] [--bw MBIT] [--delay MS] [--loss P[,P...]]
+    p4reduce testbed [--experiment single|scaling|loss|sparsity|training|racks|standard]
+                     [--workers N[,N...]] [--racks R[,R...]] [--per-rack W[,W...]]
+                     [--bw MBIT] [--delay MS] [--loss P[,P...]]
                      [--elements M] [--mode dense|sparse] [--dtype float32|int32]
                      [--density D[,D...]] [--switch embedded|bmv2|embedded,bmv2] [--repeat R]
                      [--slots S] [--retx-ms MS] [--no-gloo] [--timeout S] [--out DIR] [--json]
@@ -111,8 +112,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--experiment", "-e", choices=CHOICES, default="single", metavar="NAME",
         help="single: one point from the options (default); scaling, sparsity, loss, "
-        "tenants, training, accuracy (time to accuracy of the compressed schemes); standard: "
-        "all six (as `make testbed`)",
+        "tenants, training, accuracy (time to accuracy of the compressed schemes), racks "
+        "(leaf-spine: ToRs under a spine, --racks, --per-rack); standard: all but racks (as "
+        "`make testbed`)",
     )  # fmt: skip
     p.add_argument(
         "--workers", "-n", type=_number_list(int, 1, 32, "worker count"), metavar="N[,N...]",
