@@ -62,6 +62,13 @@ def positive(text: str) -> int:
     return v
 
 
+def budget(text: str) -> float:
+    v = float(text)
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive fraction (or inf)")
+    return v
+
+
 def schemes(text: str) -> list[str]:
     names = [s.strip() for s in text.split(",") if s.strip()]
     bad = [s for s in names if s not in SCHEMES]
@@ -86,6 +93,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-virtual", dest="virtual", action="store_false",
                    help="top-k: the gradient at the weights, not at error feedback's virtual "
                    "iterate (the behaviour before issue 36; unstable at lr 1.0)")  # fmt: skip
+    p.add_argument("--time-budget", type=budget, default=0.5, metavar="F",
+                   help="adaptive: the ratio stops growing once its collective takes F of a dense "
+                        "all-reduce's time (0.5; inf: grow on the kept energy alone, which makes "
+                        "the ratio a function of the gradients only, not of timings)")  # fmt: skip
     p.add_argument("--dense-edges", action="store_true",
                    help="send the first and last layers whole every step")  # fmt: skip
     p.add_argument("--workers", "-n", type=positive, default=4, help="processes (4)")
@@ -199,7 +210,11 @@ def run_scheme(scheme: str, args: argparse.Namespace, data: tuple[Any, ...]) -> 
             error_feedback=scheme != "topk-noef",
             warmup_steps=args.warmup_steps,
             mode=args.mode,
-            policy=AdaptiveRatio(ratio=args.ratio) if scheme == "adaptive" else None,
+            policy=(
+                AdaptiveRatio(ratio=args.ratio, time_budget=args.time_budget)
+                if scheme == "adaptive"
+                else None
+            ),
         )
         dense = edge_layers(model) if args.dense_edges else ()
         state = TopKHookState.create(cfg, dense_params=dense)

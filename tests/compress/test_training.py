@@ -39,7 +39,10 @@ def runs() -> dict[str, dict[str, Any]]:
     # feedback, 95.0 % adaptive) in about half the training time
     return train(
         "--workers", "4", "--compress", "none,topk,topk-noef,adaptive",
-        "--ratio", str(RATIO), "--mode", "sparse", "--epochs", "8", timeout=840,
+        "--ratio", str(RATIO), "--mode", "sparse", "--epochs", "8",
+        # the adaptive ratio follows the kept energy alone: its growth is not stopped by a
+        # collective that looks slow on a loaded machine, so "it moved" does not depend on timing
+        "--time-budget", "inf", timeout=840,
     )  # fmt: skip
 
 
