@@ -116,6 +116,17 @@ class JoinOutcome:
         return [self.entry.members[r] for r in sorted(self.entry.members)]
 
 
+def _check_address_free(members: dict[int, Member], member: Member, job_id: int) -> None:
+    """Conflict when another rank of the job (joining or rejoining) sends from member's
+    address: the switch tells the workers apart by it."""
+    for other in members.values():
+        if (other.ip, other.udp_port) == (member.ip, member.udp_port):
+            raise Conflict(
+                f"rank {other.rank} of job {job_id} already sends from "
+                f"{member.ip}:{member.udp_port}"
+            )
+
+
 class Registry:
     def __init__(self, default_slots: int = 64) -> None:
         self.default_slots = default_slots
@@ -178,11 +189,7 @@ class Registry:
             raise Conflict(f"job {jid} asks for {entry.slot_count} slots, not {count}")
         if member.rank in entry.members:
             raise Conflict(f"rank {member.rank} already joined job {jid}")
-        for other in entry.members.values():
-            if (other.ip, other.udp_port) == (member.ip, member.udp_port):
-                raise Conflict(
-                    f"rank {other.rank} of job {jid} already sends from {member.ip}:{member.udp_port}"
-                )
+        _check_address_free(entry.members, member, jid)
         entry.members[member.rank] = member
         if len(entry.members) == entry.n:
             entry.state = INSTALLING
@@ -266,12 +273,7 @@ class Registry:
         rf = entry.reform
         if member.rank in rf.members:
             raise Conflict(f"rank {member.rank} is already joining job {job_id} again")
-        for other in rf.members.values():
-            if (other.ip, other.udp_port) == (member.ip, member.udp_port):
-                raise Conflict(
-                    f"rank {other.rank} of job {job_id} already sends from "
-                    f"{member.ip}:{member.udp_port}"
-                )
+        _check_address_free(rf.members, member, job_id)
         rf.members[member.rank] = member
         if len(rf.members) == entry.n and not rf.forming:
             rf.forming = True
