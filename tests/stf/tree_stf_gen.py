@@ -33,6 +33,7 @@ from stf_gen import (  # noqa: E402
     Host,
     K,
     Stf,
+    admit_workers,
     describe,
     ip2int,
     job_config,
@@ -58,11 +59,7 @@ TORS = [  # the ToRs, seen from the spine: rank, port, MAC, IPv4, UDP port (AGG_
 class TreeStf(Stf):
     """An STF file of this generator (the header and the wrapper name it)."""
 
-    def text(self) -> str:
-        return super().text().replace("tests/dataplane/stf_gen.py", GENERATOR)
-
-    def wrapper(self) -> str:
-        return super().wrapper().replace("tests/dataplane/stf_gen.py", GENERATOR)
+    generator = GENERATOR
 
 
 def between_switches(agg: Agg, mac: tuple[str, str], ip: tuple[str, str]) -> bytes:
@@ -85,19 +82,25 @@ def down_from_parent(agg: Agg) -> bytes:
     return between_switches(agg, (PARENT_MAC, SWITCH_MAC), (PARENT_IP, SWITCH_IP))
 
 
+def role(program: str, name: str, proves: str) -> tuple[Stf, int, bool]:
+    """A role's STF file with the static configuration written, its message type, and whether
+    that type is sparse."""
+    s = TreeStf(f"p4reduce_{program}_{name}", program, proves)
+    static_config(s)
+    sparse = program == "sparse"
+    return s, MSG_SPARSE if sparse else MSG_DENSE, sparse
+
+
 def tor(program: str) -> Stf:
-    mt = MSG_SPARSE if program == "sparse" else MSG_DENSE
-    sparse = mt == MSG_SPARSE
-    s = TreeStf(
-        f"p4reduce_{program}_tor",
+    s, mt, sparse = role(
         program,
+        "tor",
         "the ToR role (docs/protocol.md, 'Hierarchical aggregation'): the local count's "
         "completion sends the partial sum up to the parent as one contribution; a "
         "retransmission while the parent's result is missing sends it up again; the parent's "
         "result is stored and multicast, a second copy of it dropped, and a later "
         "retransmission answered from it; a parent's result for an open cell is dropped",
     )
-    static_config(s)
     w0 = Host(4, 1, "02:00:00:00:01:00", "10.0.1.1", 40104)
     w1 = Host(5, 2, "02:00:00:00:01:01", "10.0.1.2", 40105)
     index, base, count = 5, 16, 4
@@ -109,24 +112,7 @@ def tor(program: str) -> Stf:
     )
     s.c("The workers carry their global ranks (4 and 5: the job has 6 workers in 3 racks); their")
     s.c("bits in this switch's bitmap are their local indexes, 0 and 1.")
-    for i, h in enumerate((w0, w1)):
-        s.c(f"  rank {h.rank}: port {h.port}, MAC {h.mac}, IPv4 {h.ip}, UDP port {h.udp}")
-        s.raw(
-            f"add SwitchIngress.admission.workers hdr.agg.jobId:{JOB} "
-            f"hdr.ipv4.srcAddr:0x{ip2int(h.ip):08x} hdr.udp.srcPort:{h.udp} "
-            f"SwitchIngress.admission.admit(job_index:{index}, worker_rank:{h.rank}, "
-            f"n_workers:2, worker_bit:{1 << i}, base:{base}, count:{count}, mgid:{mgid}, "
-            f"job_key:0x{KEY:08x})"
-        )
-        s.raw(
-            f"add SwitchEgress.replica.replicas job_index:{index} egress_rid:{h.rank} "
-            f"SwitchEgress.replica.to_worker(mac:0x{mac2int(h.mac):012x}, "
-            f"ip:0x{ip2int(h.ip):08x}, udp_port:{h.udp})"
-        )
-    s.raw(f"mc_mgrp_create {mgid}")
-    for i, h in enumerate((w0, w1)):
-        s.raw(f"mc_node_create {h.rank} {h.port}")
-        s.raw(f"mc_node_associate {mgid} {i}")
+    admit_workers(s, JOB, index, base, count, [w0, w1], KEY, [1 << 0, 1 << 1])
     s.c(
         f"The parent: the spine, MAC {PARENT_MAC}, IPv4 {PARENT_IP}, its results from AGG_PORT; "
         f"this switch is rank {UP_RANK} of the spine's job, behind port {UPLINK_PORT}."
@@ -215,16 +201,13 @@ def tor(program: str) -> Stf:
 
 
 def spine(program: str) -> Stf:
-    mt = MSG_SPARSE if program == "sparse" else MSG_DENSE
-    sparse = mt == MSG_SPARSE
-    s = TreeStf(
-        f"p4reduce_{program}_spine",
+    s, mt, sparse = role(
         program,
+        "spine",
         "the spine role (docs/protocol.md, 'Hierarchical aggregation'): an ordinary job whose "
         "workers are the ToR switches (their addresses, AGG_PORT); their partial sums add up, "
         "the result is multicast to the ToRs, a ToR's resent partial sum is answered by unicast",
     )
-    static_config(s)
     job_config(s, JOB, 2, 40, 4, TORS, KEY)
     t0, t1 = TORS
     s.c()
