@@ -36,6 +36,7 @@ from ..controller import Controller, Member
 from ..controller.client import Assignment
 from ..controller.static_config import StaticConfig
 from ..controller.tree import Parent, Rack, TreeJob, assignments, create_tree, delete_tree
+from ..host import quantize
 from ..host.api import AllreduceSession
 from ..stack.agg_ports import lease_agg_port
 from ..stack.process import die_with_parent_preexec, find_p4src, terminate
@@ -139,8 +140,8 @@ class TreeLoopback:
         # unchanged host sessions: each told its ToR's address, the total n, its global rank
         self.sessions = [
             s.enter_context(contextlib.closing(AllreduceSession(
-                self.assignment(r), socks[r], engine=self.engine, transparent_retry=False)))
-            for r in range(self.n)
+                a, sk, engine=self.engine, transparent_retry=False)))
+            for a, sk in zip(self.assignments(), socks, strict=True)
         ]  # fmt: skip
 
     def _compile(self, work: Path) -> Path:
@@ -178,12 +179,12 @@ class TreeLoopback:
                 raise TreeError(f"switch {name} did not start: {why}")
             time.sleep(0.05)
 
-    def assignment(self, rank: int) -> Assignment:
-        """Worker ``rank``'s assignment (controller/tree.py's ``assignments``), with first
-        timeouts of 20 ms (loopback)."""
+    def assignments(self) -> list[Assignment]:
+        """Every worker's assignment by global rank (controller/tree.py's ``assignments``),
+        with first timeouts of 20 ms (loopback)."""
         every = assignments(self.job, self.rack_specs, self.port,
                             {"initial_ms": 20, "max_ms": 200, "retries": 200})  # fmt: skip
-        return Assignment.from_dict(every[rank])
+        return [Assignment.from_dict(a) for a in every]
 
     # ------------------------------------------------------------------ use
     def set_loss(self, p: float) -> None:
@@ -218,12 +219,11 @@ class TreeLoopback:
 
 
 def float_bound(inputs: list[np.ndarray]) -> float:
-    """docs/protocol.md, "Quantization": n^2 * 2^(E - 127 - 32) with E from the largest
+    """docs/protocol.md, "Quantization" (host/quantize.py's ``bound``) with E from the largest
     magnitude (no block's exponent is larger), plus the float32 rounding of the sum."""
-    n = len(inputs)
     e = np.frexp(np.float64(max(float(np.max(np.abs(x))) for x in inputs)))[1] + 127
     total = float(np.max(np.abs(np.sum(inputs, axis=0, dtype=np.float64))))
-    return n * n * 2.0 ** (e - 127 - 32) + total * 2.0**-23
+    return float(quantize.bound(len(inputs), e)) + total * 2.0**-23
 
 
 def measure(t: TreeLoopback, elements: int, calls: int, seed: int = 0) -> list[dict[str, Any]]:
