@@ -386,6 +386,14 @@ class BlockTopK:
         cfg = self.config
         return cfg.error_feedback and cfg.quantization_feedback and path != "allgather"
 
+    def exponents_for(self, plan: Plan) -> np.ndarray | None:
+        """A buffer for the switch call's agreed exponents (``allreduce``'s ``exponents=``,
+        then ``complete``'s) when the plan feeds the quantization error back; None when
+        nothing would use them (the session then copies none)."""
+        if plan.sent_index is None:
+            return None
+        return np.zeros(block_count(plan.payload.size, self.k), dtype=np.uint8)
+
     def complete(
         self,
         plan: Plan,

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..quantize import block_count
 from .compressor import BlockTopK, TopKConfig
 
 if TYPE_CHECKING:
@@ -74,7 +73,7 @@ def allreduce_topk(
         exponents = None
     else:
         # the call's agreed exponents: this worker's quantization error joins its residual
-        exponents = np.zeros(block_count(plan.payload.size, topk.k), dtype=np.uint8)
+        exponents = topk.exponents_for(plan)
         summed = session.allreduce(plan.payload, op="sum", mode=plan.path, exponents=exponents)
     mean = topk.complete(plan, summed, time.monotonic() - t0, exponents)
     return mean.reshape(np.shape(grad))

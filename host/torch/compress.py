@@ -27,7 +27,6 @@ import torch.distributed as dist
 from ..api import AllreduceStats
 from ..compress import BlockTopK, TopKConfig, ranges_to_blocks, session_paths
 from ..compress.compressor import Plan
-from ..quantize import block_count
 from .backend import P4ReduceProcessGroup
 from .completion import Completion, failed
 from .endpoint import Endpoint
@@ -234,7 +233,7 @@ def _switch(
     state: TopKHookState, plan: Plan, buf: torch.Tensor, what: str
 ) -> torch.futures.Future[torch.Tensor]:
     # the call's agreed exponents: this rank's quantization error joins its residual
-    exponents = np.zeros(block_count(plan.payload.size, state.topk.k), dtype=np.uint8)
+    exponents = state.topk.exponents_for(plan)
     call = state.endpoint.session.allreduce_async(
         plan.payload, op="sum", mode=plan.path, out=plan.payload, exponents=exponents
     )
