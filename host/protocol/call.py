@@ -231,16 +231,12 @@ class Call(ABC):
     def _agreed_of(self, b: int) -> int:
         """The agreed exponent block b was quantized with (float32 calls)."""
 
+    @abstractmethod
     def agreed_exponents(self) -> np.ndarray:
         """uint8 per block: the agreed exponent each block was quantized with (float32
         calls, once done; 0 for int32 and for blocks no worker sent). A worker's own
         quantization error follows from it and its input alone (compression's error
         feedback, docs/compression.md)."""
-        return np.fromiter(
-            (self._agreed_of(b) if self.is_float else 0 for b in range(self.nblocks)),
-            dtype=np.uint8,
-            count=self.nblocks,
-        )
 
     def _own_exponents(self) -> np.ndarray:
         """float32: the blocks' own exponents; a block with NaN/±Inf gets its NF_* bits in
