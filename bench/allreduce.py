@@ -214,11 +214,6 @@ def udp_echo(k: int, window: int, packets: int) -> dict[str, float]:
     return {"pps": packets / t, "goodput_gbps": packets * k * 32 / t / 1e9}
 
 
-def kernel_floor(n: int, m: int, k: int, slots: int, gso: bool = False) -> float:
-    """floor.kernel_floor, saying here when it is unavailable."""
-    return floor.kernel_floor(n, m, k, slots, gso, log=log)
-
-
 def best(fn: Callable[[], object], reps: int, setup: Callable[[], object] | None = None) -> float:
     """The fastest of ``reps`` timed calls of fn, each after an untimed ``setup()``."""
     ts = []
@@ -393,7 +388,7 @@ def add_floors(row: dict[str, Any], n: int, m: int, k: int, slots: int) -> None:
     """The row's kernel floors, per datagram and over UDP GSO/GRO, and its ratios to them
     (floor / time: 1.0 is the kernel's speed)."""
     for name, gso in (("floor", False), ("gso_floor", True)):
-        row[f"{name}_seconds"] = kernel_floor(n, m, k, slots, gso)
+        row[f"{name}_seconds"] = floor.kernel_floor(n, m, k, slots, gso, log=log)
         row[f"ratio_to_{name}"] = row[f"{name}_seconds"] / row["seconds"]
 
 

@@ -158,18 +158,19 @@ def udp_offload_env(offload: str) -> Iterator[None]:
     datagram, "on": UDP GSO/GRO where the kernel has them), and the same setting for
     workers run as threads of this process."""
     from p4reduce.host import _engine_c
+    from p4reduce.switch.native.ioloop import OFFLOAD_ENV
 
-    before = os.environ.get("P4REDUCE_UDP_OFFLOAD")
-    os.environ["P4REDUCE_UDP_OFFLOAD"] = "0" if offload == "off" else "1"
+    before = os.environ.get(OFFLOAD_ENV)
+    os.environ[OFFLOAD_ENV] = "0" if offload == "off" else "1"
     was = _engine_c.udp_offload(offload != "off")
     try:
         yield
     finally:
         _engine_c.udp_offload(was)
         if before is None:
-            del os.environ["P4REDUCE_UDP_OFFLOAD"]
+            del os.environ[OFFLOAD_ENV]
         else:
-            os.environ["P4REDUCE_UDP_OFFLOAD"] = before
+            os.environ[OFFLOAD_ENV] = before
 
 
 def dense_packets(n: int, job_id: int, slots: int, k: int, key: int = 0) -> list[list[bytes]]:
