@@ -248,14 +248,13 @@ class Controller:
     def push_config(self, p4info: Any, device_config: bytes) -> None:
         """Push a pipeline given as P4Info message and device config bytes (the service's
         stored one), with its identity as cookie; the switch starts afresh, without jobs."""
-        from .state import pipeline_id  # state imports jobs; keep the import local
-
+        cookie = pipeline.pipeline_id(device_config)
         with self.lock:
             self._schema, self._table = None, JobTable()
             schema = Schema(p4info)
             program.check(schema)
-            self.conn.set_pipeline(p4info, device_config, cookie=pipeline_id(device_config))
-            self._schema, self._cookie = schema, pipeline_id(device_config)
+            self.conn.set_pipeline(p4info, device_config, cookie=cookie)
+            self._schema, self._cookie = schema, cookie
 
     def reconnect(self, connect_timeout: float) -> None:
         """A new channel and arbitration (after the switch went away); cached P4Info and

@@ -47,7 +47,7 @@ from .p4rt import (
     ClientTls,
 )
 from .service import DEFAULT_LISTEN, RegistrationService, Timeouts
-from .state import StateError, StateStore, pipeline_id
+from .state import StateError, StateStore
 from .static_config import Host, Route, StaticConfig
 
 PROG = "p4reduce-ctl"
@@ -693,7 +693,7 @@ def _runs(ctl: Controller, ident: int) -> bool:
         _, config = ctl.pipeline_config()
     except NoPipeline:
         return False
-    return pipeline_id(config) == ident
+    return pipeline.pipeline_id(config) == ident
 
 
 def _print_warnings(ctl: Controller) -> None:

@@ -22,6 +22,12 @@ from .p4info import Schema
 from .p4rt import Connection
 
 
+def pipeline_id(device_config: bytes) -> int:
+    """A pipeline's identity: the 64-bit digest of its device config, pushed as its cookie
+    (``Program.cookie``) and kept with the service's stored pipeline (state.py)."""
+    return int.from_bytes(hashlib.sha256(device_config).digest()[:8], "big")
+
+
 @dataclass
 class Program:
     name: str
@@ -33,7 +39,7 @@ class Program:
     @property
     def cookie(self) -> int:
         """A 64-bit digest of the device config, pushed as the pipeline's cookie."""
-        return int.from_bytes(hashlib.sha256(self.device_config).digest()[:8], "big")
+        return pipeline_id(self.device_config)
 
 
 def _strip(path: Path) -> Path:

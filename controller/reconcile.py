@@ -27,7 +27,8 @@ from p4reduce.proto import p4info_pb2
 from .api import Controller
 from .errors import ControllerError, NoPipeline
 from .jobs import Job
-from .state import StoredPipeline, pipeline_id
+from .pipeline import pipeline_id
+from .state import StoredPipeline
 from .static_config import StaticConfig
 
 

@@ -51,7 +51,7 @@ from .http_server import Handler, Limits, Server, TlsConfig, WaitGate
 from .jobs import Job, Member
 from .reconcile import Outcome, Watcher, foreign_pipeline, reconcile
 from .registry import FAILED, INSTALLING, JOINING, READY, Entry, Registry
-from .state import StateError, StateStore, StoredPipeline, pipeline_id
+from .state import StateError, StateStore, StoredPipeline
 from .static_config import StaticConfig
 
 DEFAULT_LISTEN = "127.0.0.1:9560"
@@ -187,8 +187,7 @@ class RegistrationService:
             if stored is None:
                 raise
         else:
-            running = StoredPipeline(p4info.SerializeToString(deterministic=True), config, 0)
-            running.ident = pipeline_id(config)
+            running = StoredPipeline(p4info.SerializeToString(deterministic=True), config)
             if not config:  # a target that does not return its device config
                 ctl._warn(
                     "the switch does not return its device config: after a restart of the "

@@ -16,16 +16,16 @@ service's threads share).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import ControllerError
 from .jobs import Job, Member
+from .pipeline import pipeline_id
 from .static_config import Host, Route, StaticConfig
 
 SCHEMA_VERSION = 1
@@ -51,17 +51,14 @@ class StateError(ControllerError):
     status = 409
 
 
-def pipeline_id(device_config: bytes) -> int:
-    """A pipeline's identity: the 64-bit digest of its device config (the cookie
-    ``p4reduce-ctl push`` sends, pipeline.Program.cookie)."""
-    return int.from_bytes(hashlib.sha256(device_config).digest()[:8], "big")
-
-
 @dataclass
 class StoredPipeline:
     p4info: bytes  # serialized P4Info
     device_config: bytes
-    ident: int  # pipeline_id(device_config)
+    ident: int = field(init=False)  # pipeline_id(device_config)
+
+    def __post_init__(self) -> None:
+        self.ident = pipeline_id(self.device_config)
 
 
 @dataclass
@@ -151,7 +148,7 @@ class StateStore:
             info, config = self._meta("p4info"), self._meta("device_config")
         if info is None or config is None:
             return None
-        return StoredPipeline(info, config, pipeline_id(config))
+        return StoredPipeline(info, config)
 
     def save_pipeline(self, p4info: bytes, device_config: bytes) -> None:
         def put() -> None:
