@@ -33,16 +33,6 @@ HIDDEN void count_error(IoCounters *io, int code, long long n)
     io->err_counts[7] += n; /* more than 8 kinds of error: lumped with the last */
 }
 
-/* Send the queue in order with sendmmsg, as UdpTransport does: a full buffer (EAGAIN,
-   ENOBUFS) leaves the rest queued, in order, for when the socket is writable; an ICMP
-   refusal reported on this send is counted and the send retried once; any other error
-   is counted and the packet dropped (the timer resends it). Returns whether packets
-   are still queued. */
-HIDDEN int flush_queue(Core *c, int fd, IoCounters *io)
-{
-    return flush_queue_off(c, fd, io, NULL);
-}
-
 /* ---- UDP segmentation offload (udpio.h) ---- */
 
 #define GSO_SEGS 64              /* datagrams per segmented send (the kernel allows 64 or more) */
@@ -99,11 +89,16 @@ HIDDEN void offload_end(int fd, int off)
         setsockopt(fd, SOL_UDP, UDP_GRO, &zero, sizeof zero);
 }
 
-/* flush_queue with OFF_GSO in *off: each run of packets of one length (a shorter last one
-   ends it), at most GSO_SEGS and GSO_PAYLOAD bytes, is one message with a UDP_SEGMENT of
-   that length; the kernel cuts it into exactly the datagrams sent one per message without
-   it, in the same order. Errors per message: a full buffer keeps it queued whole; a
-   segmented message the kernel refuses turns GSO off and goes again per datagram. */
+/* Send the queue in order with sendmmsg, as UdpTransport does: a full buffer (EAGAIN,
+   ENOBUFS) leaves the rest queued, in order, for when the socket is writable; an ICMP
+   refusal reported on this send is counted and the send retried once; any other error
+   is counted and the packet dropped (the timer resends it). Returns whether packets
+   are still queued.
+   With OFF_GSO in *off: each run of packets of one length (a shorter last one ends it), at
+   most GSO_SEGS and GSO_PAYLOAD bytes, is one message with a UDP_SEGMENT of that length; the
+   kernel cuts it into exactly the datagrams sent one per message without it, in the same
+   order. Errors per message: a full buffer keeps it queued whole; a segmented message the
+   kernel refuses turns GSO off and goes again per datagram. */
 HIDDEN int flush_queue_off(Core *c, int fd, IoCounters *io, int *off)
 {
     struct mmsghdr msgs[BATCH];
@@ -117,7 +112,7 @@ HIDDEN int flush_queue_off(Core *c, int fd, IoCounters *io, int *off)
     while (c->q_head < c->q_len) {
         int m = 0, v = 0;
         Py_ssize_t j = c->q_head;
-        int segs = off && (*off & OFF_GSO) ? GSO_SEGS : 1;
+        int segs = *off & OFF_GSO ? GSO_SEGS : 1;
         while (j < c->q_len && m < BATCH && v + GSO_SEGS <= GSO_IOV) {
             Py_ssize_t seg = c->q_lens[j], bytes = 0;
             int n = 0;
@@ -280,26 +275,28 @@ static void pause_for(double seconds)
 
 /* Run the call on socket fd for at most `budget` seconds (mode 0: start, 1: resume,
    2: go on), the GIL released: poll (POLLOUT too while sends wait), recvmmsg every ready
-   result into rbuf (BATCH buffers of pkt_cap + 1 bytes: a longer datagram comes back
-   truncated, seen as malformed; with UDP GRO into whole-datagram buffers of its own, split
-   and truncated alike, udpio.h), the core on each, the timers when due, sendmmsg what the
-   core queued (with UDP GSO, runs of packets as segmented sends). Returns the core's status (-1: out of memory); the call's end is in
-   k->ended, a failed poll's errno in *os_error. */
-HIDDEN int drive(Core *c, int fd, int mode, double budget, uint8_t *rbuf, IoCounters *io,
-                 Sink *k, int *os_error)
+   result into a buffer of its own (BATCH buffers of pkt_cap + 1 bytes: a longer datagram
+   comes back truncated, seen as malformed; with UDP GRO whole-datagram buffers, split and
+   truncated alike, udpio.h), the core on each, the timers when due, sendmmsg what the core
+   queued (with UDP GSO, runs of packets as segmented sends). Returns the core's status (-1:
+   out of memory, then before the call starts or resumes); the call's end is in k->ended, a
+   failed poll's errno in *os_error. */
+HIDDEN int drive(Core *c, int fd, int mode, double budget, IoCounters *io, Sink *k,
+                 int *os_error)
 {
     const Py_ssize_t cap = c->pkt_cap + 1;
+    int off = offload_begin(fd);
+    uint8_t *buf = PyMem_RawMalloc(rx_buffer_bytes(off, cap));
+    if (!buf) {
+        offload_end(fd, off);
+        return -1;
+    }
     int rc = 0;
     double now = mono(), until = now + budget;
     if (mode == 0)
         rc = ev_start(c, now, k);
     else if (mode == 1)
         rc = ev_resume(c, now, k);
-    int off = offload_begin(fd);
-    uint8_t *gbuf = NULL; /* GRO: super-datagrams need whole-datagram buffers */
-    if (rc == 0 && (off & OFF_GRO) && !(gbuf = PyMem_RawMalloc(rx_buffer_bytes(off, cap))))
-        rc = -1;
-    uint8_t *buf = gbuf ? gbuf : rbuf;
     RxBatch b;
     double last_rx = 0, gap = 0; /* the results' spacing in this call (an average) */
     int paused = 0;              /* the last wait was a coalescing pause */
@@ -356,6 +353,6 @@ HIDDEN int drive(Core *c, int fd, int mode, double budget, uint8_t *rbuf, IoCoun
     if (rc == 0)
         flush_queue_off(c, fd, io, &off); /* best effort, as the Python runner */
     offload_end(fd, off);
-    PyMem_RawFree(gbuf);
+    PyMem_RawFree(buf);
     return rc;
 }

@@ -162,9 +162,8 @@ typedef struct {
 #define BATCH 64
 HIDDEN double mono(void);
 HIDDEN void count_error(IoCounters *io, int code, long long n);
-HIDDEN int flush_queue(Core *c, int fd, IoCounters *io);
-HIDDEN int drive(Core *c, int fd, int mode, double budget, uint8_t *rbuf, IoCounters *io,
-                 Sink *k, int *os_error);
+HIDDEN int drive(Core *c, int fd, int mode, double budget, IoCounters *io, Sink *k,
+                 int *os_error);
 
 /* threads.c: the cores of one call over disjoint slot ranges, one thread each */
 #define MAX_THREADS 64

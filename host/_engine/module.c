@@ -225,17 +225,13 @@ static PyObject *Core_run(Core *c, PyObject *args)
         PyErr_SetString(PyExc_RuntimeError, "Core.run: the call is not in that state");
         return NULL;
     }
-    uint8_t *rbuf = PyMem_RawMalloc((size_t)(BATCH * (c->pkt_cap + 1)));
-    if (!rbuf)
-        return PyErr_NoMemory();
     IoCounters io;
     memset(&io, 0, sizeof io);
     Sink k = {NULL, 0, 0};
     int rc, os_error = 0;
     Py_BEGIN_ALLOW_THREADS
-    rc = drive(c, fd, mode, budget, rbuf, &io, &k, &os_error);
+    rc = drive(c, fd, mode, budget, &io, &k, &os_error);
     Py_END_ALLOW_THREADS
-    PyMem_RawFree(rbuf);
     if (rc < 0)
         return PyErr_NoMemory();
     if (os_error) {

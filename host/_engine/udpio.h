@@ -63,7 +63,8 @@ static inline Py_ssize_t rx_datagram(const RxBatch *b, int i, Py_ssize_t j, Py_s
     return len;
 }
 
-/* flush_queue (engine.h) with GSO when *off has OFF_GSO (cleared if the kernel refuses). */
+/* Send what the core queued (driver.c), with GSO when *off has OFF_GSO (cleared if the
+   kernel refuses). */
 HIDDEN int flush_queue_off(Core *c, int fd, IoCounters *io, int *off);
 
 #endif
