@@ -8,12 +8,13 @@ P4Runtime 1.x, so it works the same against ``p4reduce-switch`` and ``simple_swi
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import queue
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -378,12 +379,8 @@ class Connection:
             u = req.updates.add()
             u.type = utype
             u.entity.CopyFrom(entity(ent))
-        try:
+        with self._rpc(what):
             self.stub.Write(req, timeout=self.timeout)
-        except grpc.RpcError as err:
-            raise translate(err, what, self) from None
-        except ValueError:  # the channel was closed meanwhile (a reconnection)
-            raise self.closed(what) from None
 
     def read(self, entities: Iterable[Any], what: str = "read") -> list[Any]:
         """Read the entities (wildcards allowed); returns the messages inside the replies."""
@@ -393,13 +390,9 @@ class Connection:
         if not req.entities:
             return []
         out = []
-        try:
+        with self._rpc(what):
             for resp in self.stub.Read(req, timeout=self.timeout):
                 out.extend(unwrap(e) for e in resp.entities)
-        except grpc.RpcError as err:
-            raise translate(err, what, self) from None
-        except ValueError:  # the channel was closed meanwhile (a reconnection)
-            raise self.closed(what) from None
         return out
 
     def get_pipeline(self, response_type: int = 0) -> Any:
@@ -407,12 +400,8 @@ class Connection:
         req = p4runtime_pb2.GetForwardingPipelineConfigRequest(
             device_id=self.device_id, response_type=response_type
         )
-        try:
+        with self._rpc("get pipeline"):
             resp = self.stub.GetForwardingPipelineConfig(req, timeout=self.timeout)
-        except grpc.RpcError as err:
-            raise translate(err, "get pipeline", self) from None
-        except ValueError:  # the channel was closed meanwhile (a reconnection)
-            raise self.closed("get pipeline") from None
         if not resp.config.HasField("p4info") or not resp.config.p4info.tables:
             raise self.no_pipeline()
         return resp.config
@@ -429,17 +418,21 @@ class Connection:
         req.config.p4_device_config = device_config
         if cookie is not None:
             req.config.cookie.cookie = cookie
-        try:
+        with self._rpc("push"):
             self.stub.SetForwardingPipelineConfig(req, timeout=max(self.timeout, 60.0))
-        except grpc.RpcError as err:
-            raise translate(err, "push", self) from None
-        except ValueError:  # the channel was closed meanwhile (a reconnection)
-            raise self.closed("push") from None
 
-    def closed(self, what: str) -> SwitchError:
-        return SwitchError(
-            f"{what}: switch unreachable at {self.addr} (its connection was lost; reconnecting)"
-        )
+    @contextlib.contextmanager
+    def _rpc(self, what: str) -> Iterator[None]:
+        """Around one unary RPC: its gRPC error as a ControllerError (``translate``); a
+        channel closed meanwhile (a reconnection; grpc raises ValueError) as SwitchError."""
+        try:
+            yield
+        except grpc.RpcError as err:
+            raise translate(err, what, self) from None
+        except ValueError:
+            raise SwitchError(
+                f"{what}: switch unreachable at {self.addr} (its connection was lost; reconnecting)"
+            ) from None
 
     def no_pipeline(self) -> NoPipeline:
         return NoPipeline(
