@@ -12,8 +12,8 @@ import pytest
 from p4reduce.testbed.mininet import accuracy as acc
 from p4reduce.testbed.mininet.runner import Row
 
-from .test_mininet_experiments import rows_of
-from .test_mininet_testbed import leftovers, needs_mininet, run_testbed
+from .test_mininet_experiments import run_rows
+from .test_mininet_testbed import leftovers, needs_mininet
 
 
 def test_time_to_target_is_the_first_point_at_or_above_it() -> None:
@@ -42,10 +42,8 @@ def test_lines_and_figure_of_rows(tmp_path: Path) -> None:
 @needs_mininet
 @pytest.mark.timeout(420)
 def test_small_accuracy_run_checks_every_scheme_and_leaves_nothing(tmp_path: Path) -> None:
-    r = run_testbed("-e", "accuracy", "-n", "2", "--epochs", "1", "--bw", "0", "--json",
+    rows = run_rows("-e", "accuracy", "-n", "2", "--epochs", "1", "--bw", "0", "--json",
                     "--out", str(tmp_path), timeout=400)  # fmt: skip
-    assert r.returncode == 0, r.stderr
-    rows = rows_of(r)
     assert [x["scheme"] for x in rows] == [s.label for s in acc.SCHEMES]
     for x in rows:
         assert x["ok"], x

@@ -229,17 +229,18 @@ def test_bad_experiment_options_are_one_line(argv: list[str], word: str) -> None
 
 
 # ---------------------------------------------------------------------- with Mininet
-def rows_of(r: subprocess.CompletedProcess[str]) -> list[dict]:
+def run_rows(*args: str, timeout: float) -> list[dict]:
+    """The JSON rows of ``p4reduce testbed *args``, which must succeed."""
+    r = run_testbed(*args, timeout=timeout)
+    assert r.returncode == 0, r.stderr
     return [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
 
 
 @needs_mininet
 @pytest.mark.timeout(300)
 def test_small_scaling_is_right_and_leaves_nothing(tmp_path: Path) -> None:
-    r = run_testbed("-e", "scaling", "-n", "2,3", "--bw", "100", "--k", "256", "-m", "5000",
+    rows = run_rows("-e", "scaling", "-n", "2,3", "--bw", "100", "--k", "256", "-m", "5000",
                     "--repeat", "2", "--json", "--out", str(tmp_path), timeout=280)  # fmt: skip
-    assert r.returncode == 0, r.stderr
-    rows = rows_of(r)
     assert [(x["backend"], x["workers"]) for x in rows] == [
         ("p4reduce", 2), ("gloo", 2), ("p4reduce", 3), ("gloo", 3)]  # fmt: skip
     assert all(x["ok"] and x["k"] == 256 and x["mtu"] == 1500 and x["link_ms"] for x in rows)
@@ -257,10 +258,8 @@ def test_small_scaling_is_right_and_leaves_nothing(tmp_path: Path) -> None:
 @needs_mininet
 @pytest.mark.timeout(300)
 def test_small_sparsity_runs_every_path_and_leaves_nothing(tmp_path: Path) -> None:
-    r = run_testbed("-e", "sparsity", "-n", "2", "--bw", "100", "-m", "40000", "--density",
+    rows = run_rows("-e", "sparsity", "-n", "2", "--bw", "100", "-m", "40000", "--density",
                     "0.01,1", "--repeat", "1", "--json", "--out", str(tmp_path), timeout=280)  # fmt: skip
-    assert r.returncode == 0, r.stderr
-    rows = rows_of(r)
     got = {(x["backend"], x["mode"], x["density"]) for x in rows}
     for d in (0.01, 1.0):
         for path in (("p4reduce", "sparse"), ("p4reduce", "dense"), ("p4reduce", "auto"),
@@ -277,10 +276,8 @@ def test_small_sparsity_runs_every_path_and_leaves_nothing(tmp_path: Path) -> No
 @needs_mininet
 @pytest.mark.timeout(300)
 def test_two_tenants_share_the_switch_and_keep_their_results(tmp_path: Path) -> None:
-    r = run_testbed("-e", "tenants", "-n", "2", "-m", "5000", "--repeat", "1", "--json",
+    rows = run_rows("-e", "tenants", "-n", "2", "-m", "5000", "--repeat", "1", "--json",
                     "--out", str(tmp_path), timeout=280)  # fmt: skip
-    assert r.returncode == 0, r.stderr
-    rows = rows_of(r)
     assert sorted((x["job"], x["phase"]) for x in rows) == [
         (1, "shared"), (1, "solo"), (2, "shared"), (2, "solo")]  # fmt: skip
     assert all(x["ok"] and x["same_as_solo"] and x["of_solo"] > 0 for x in rows)
@@ -291,10 +288,8 @@ def test_two_tenants_share_the_switch_and_keep_their_results(tmp_path: Path) -> 
 @pytest.mark.timeout(420)
 def test_small_training_is_within_the_bound_and_leaves_nothing(tmp_path: Path) -> None:
     # unshaped links and 2 steps (1 timed): the six runs' time is their processes' start
-    r = run_testbed("-e", "training", "-n", "2", "--steps", "2", "--bw", "0", "--json",
+    rows = run_rows("-e", "training", "-n", "2", "--steps", "2", "--bw", "0", "--json",
                     "--out", str(tmp_path), timeout=400)  # fmt: skip
-    assert r.returncode == 0, r.stderr
-    rows = rows_of(r)
     assert [(x["model"], x["backend"], x["mode"]) for x in rows] == [
         (m, b, mode) for m in ("mlp", "embedding")
         for b, mode in (("gloo", "ring"), ("p4reduce", "dense"), ("p4reduce", "auto"))]  # fmt: skip

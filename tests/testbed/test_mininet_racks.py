@@ -16,7 +16,8 @@ from p4reduce.testbed.mininet import topology
 from p4reduce.testbed.mininet.experiments import Options
 from p4reduce.testbed.mininet.runner import Row
 
-from .test_mininet_testbed import _cmdlines, leftovers, needs_mininet, run_testbed
+from .test_mininet_experiments import run_rows
+from .test_mininet_testbed import _cmdlines, leftovers, needs_mininet
 
 
 # ---------------------------------------------------------------------- everywhere
@@ -83,11 +84,9 @@ def test_two_racks_exact_with_gloo_and_loss(tmp_path: Path) -> None:
     """2 racks x 1 worker: int32 exact and float32 within the bound through ToR and spine,
     gloo's ring switched across them, and 5 % loss on every link (p4reduce); then nothing
     of the testbed is left."""
-    done = run_testbed("--experiment", "racks", "--racks", "2", "--per-rack", "1",
-                       "--elements", "3000", "--repeat", "2", "--loss", "0,0.05",
-                       "--bw", "100", "--json", "--out", str(tmp_path), timeout=360)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    rows = [json.loads(ln) for ln in done.stdout.splitlines() if ln.startswith("{")]
+    rows = run_rows("--experiment", "racks", "--racks", "2", "--per-rack", "1",
+                    "--elements", "3000", "--repeat", "2", "--loss", "0,0.05",
+                    "--bw", "100", "--json", "--out", str(tmp_path), timeout=360)  # fmt: skip
     got = {(r["backend"], r["dtype"], r["loss"]) for r in rows}
     assert got == {("p4reduce", "int32", 0.0), ("p4reduce", "float32", 0.0),
                    ("gloo", "int32", 0.0), ("gloo", "float32", 0.0),
