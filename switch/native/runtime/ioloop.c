@@ -675,26 +675,37 @@ static struct port *sender(struct adapter *a, const struct msghdr *h) {
     return find_peer(a, ntohl(from->sin_addr.s_addr), ntohs(from->sin_port));
 }
 
-/* One datagram of `size` bytes from port p, its payload already at frame + P4R_UDP_OVERHEAD
- * (unless oversize): the frame switch/ports/udp.py builds, through the handler. */
-static void adapter_frame(struct p4r_ioloop *loop, struct port *p, struct msghdr *h,
-                          uint8_t *frame, uint32_t size) {
+/* What a received message's control data says: the datagram's IP destination (IP_PKTINFO
+ * when the adapter asked for it, else the listen address) and, with gro_size non-NULL, the
+ * UDP_GRO segment size (left as it is when absent). One pass per message, not per datagram. */
+static uint32_t read_ctl(const struct adapter *a, struct msghdr *h, uint32_t *gro_size) {
+    uint32_t dst_ip = a->listen_ip;
+    if (!a->pktinfo && !gro_size) return dst_ip;
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(h); cm; cm = CMSG_NXTHDR(h, cm)) {
+        if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_PKTINFO && a->pktinfo) {
+            struct in_pktinfo info;
+            memcpy(&info, CMSG_DATA(cm), sizeof info);
+            dst_ip = ntohl(info.ipi_addr.s_addr); /* the datagram's IP destination */
+        } else if (cm->cmsg_level == SOL_UDP && cm->cmsg_type == UDP_GRO && gro_size) {
+            int size;
+            memcpy(&size, CMSG_DATA(cm), sizeof size);
+            if (size > 0 && (uint32_t)size < *gro_size) *gro_size = (uint32_t)size;
+        }
+    }
+    return dst_ip;
+}
+
+/* One datagram of `size` bytes from port p (its address in h's name, sent to dst_ip), its
+ * payload already at frame + P4R_UDP_OVERHEAD (unless oversize): the frame
+ * switch/ports/udp.py builds, through the handler. */
+static void adapter_frame(struct p4r_ioloop *loop, struct port *p, const struct msghdr *h,
+                          uint32_t dst_ip, uint8_t *frame, uint32_t size) {
     struct adapter *a = loop->adapter;
     if (size > MAX_PAYLOAD) {
         BUMP(p->c.rx_dropped[P4R_OVERSIZE]);
         return;
     }
     const struct sockaddr_in *from = h->msg_name;
-    uint32_t dst_ip = a->listen_ip;
-    if (a->pktinfo) {
-        for (struct cmsghdr *cm = CMSG_FIRSTHDR(h); cm; cm = CMSG_NXTHDR(h, cm)) {
-            if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_PKTINFO) {
-                struct in_pktinfo info;
-                memcpy(&info, CMSG_DATA(cm), sizeof info);
-                dst_ip = ntohl(info.ipi_addr.s_addr); /* the datagram's IP destination */
-            }
-        }
-    }
     uint8_t src_mac[6];
     p4r_port_mac(p->number, src_mac);
     int len = p4r_udp_build_frame(frame, frame + P4R_UDP_OVERHEAD, size, a->mac, src_mac,
@@ -728,7 +739,7 @@ static void rx_adapter(struct p4r_ioloop *loop) {
             continue;
         }
         uint8_t *frame = loop->rxbuf + (size_t)i * P4R_MAX_FRAME;
-        adapter_frame(loop, p, h, frame, loop->rmsgs[i].msg_len);
+        adapter_frame(loop, p, h, read_ctl(a, h, NULL), frame, loop->rmsgs[i].msg_len);
     }
     pthread_mutex_unlock(&loop->handler_mu);
 }
@@ -746,13 +757,7 @@ static void rx_adapter_gro(struct p4r_ioloop *loop) {
     for (int i = 0; i < n; i++) {
         struct msghdr *h = &loop->rmsgs[i].msg_hdr;
         uint32_t total = loop->rmsgs[i].msg_len, seg = total ? total : 1;
-        for (struct cmsghdr *cm = CMSG_FIRSTHDR(h); cm; cm = CMSG_NXTHDR(h, cm)) {
-            if (cm->cmsg_level == SOL_UDP && cm->cmsg_type == UDP_GRO) {
-                int size;
-                memcpy(&size, CMSG_DATA(cm), sizeof size);
-                if (size > 0 && (uint32_t)size < seg) seg = (uint32_t)size;
-            }
-        }
+        uint32_t dst_ip = read_ctl(a, h, &seg);
         if (total > seg) BUMP(loop->stats.gro_receives);
         struct port *p = sender(a, h);
         const uint8_t *data = loop->riov[i].iov_base;
@@ -763,7 +768,7 @@ static void rx_adapter_gro(struct p4r_ioloop *loop) {
                 BUMP(a->c.rx_dropped[P4R_UNKNOWN_SENDER]);
             } else {
                 if (size <= MAX_PAYLOAD) memcpy(frame + P4R_UDP_OVERHEAD, data + at, size);
-                adapter_frame(loop, p, h, frame, size);
+                adapter_frame(loop, p, h, dst_ip, frame, size);
             }
             at += seg;
         } while (at < total);

@@ -100,8 +100,6 @@ int p4r_ioloop_add_raw_port(p4r_ioloop *loop, uint32_t number, int fd);
  * may free the previous ctx afterwards. */
 void p4r_ioloop_set_handler(p4r_ioloop *loop, p4r_handler_fn fn, void *ctx);
 
-/* Start the loop thread / stop it (wakes it through an eventfd; returns after the join, well
- * under 100 ms). stop is idempotent; start after stop is refused (EINVAL). */
 /* UDP segmentation offload on the adapter's socket (before start): with want != 0, GSO
  * (UDP_SEGMENT: the datagrams for one peer leave as one send per run of equal lengths) and
  * GRO (UDP_GRO: the kernel may hand several datagrams of one peer back as one, split here
@@ -110,6 +108,8 @@ void p4r_ioloop_set_handler(p4r_ioloop *loop, p4r_handler_fn fn, void *ctx);
  * already started). GRO is turned off again when the loop stops. */
 int p4r_ioloop_udp_offload(p4r_ioloop *loop, int want);
 
+/* Start the loop thread / stop it (wakes it through an eventfd; returns after the join, well
+ * under 100 ms). stop is idempotent; start after stop is refused (EINVAL). */
 int p4r_ioloop_start(p4r_ioloop *loop);
 int p4r_ioloop_stop(p4r_ioloop *loop);
 /* Stops if needed and frees everything except the lent file descriptors. */
