@@ -187,11 +187,7 @@ class Controller:
             self.check_ports(members)
             schema, table = self.schema, self.jobs()
             job = table.plan(job_id, members, slot_count, slot_base, n, key, verifier)
-            slots_mod.clear(self.conn, schema, job.slot_base, job.slot_count)
-            stats_mod.clear_job(self.conn, schema, job.job_index)
-            jobs_mod.install(self.conn, schema, job)
-            table.add(job)
-            return job
+            return self._install(schema, table, job)
 
     def plan_job(
         self,
@@ -235,11 +231,16 @@ class Controller:
             if table.index_in_use(job.job_index):
                 raise Conflict(f"job index {job.job_index} of job {job.job_id} is in use")
             table.allocate_slots(job.slot_count, job.slot_base)  # raises on an overlap
-            slots_mod.clear(self.conn, schema, job.slot_base, job.slot_count)
-            stats_mod.clear_job(self.conn, schema, job.job_index)
-            jobs_mod.install(self.conn, schema, job)
-            table.add(job)
-            return job
+            return self._install(schema, table, job)
+
+    def _install(self, schema: Schema, table: JobTable, job: Job) -> Job:
+        """Clear a checked job's slot range and its index's counters, write its entries
+        and multicast group, and track it (the caller holds the lock)."""
+        slots_mod.clear(self.conn, schema, job.slot_base, job.slot_count)
+        stats_mod.clear_job(self.conn, schema, job.job_index)
+        jobs_mod.install(self.conn, schema, job)
+        table.add(job)
+        return job
 
     def pipeline_config(self) -> tuple[Any, bytes]:
         """The running pipeline's P4Info message and device config (``NoPipeline``)."""
