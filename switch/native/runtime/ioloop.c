@@ -63,7 +63,8 @@ struct txq {
  * run), one message each. */
 struct gso_tx {
     uint32_t order[TX_SLOTS]; /* queue indexes, grouped by peer */
-    uint8_t taken[TX_SLOTS];
+    uint32_t next[TX_SLOTS];  /* a peer's next queued datagram: index + 1, 0 after its last */
+    struct port *peers[TX_SLOTS]; /* the queue's peers, in the order they first appear */
     struct mmsghdr msgs[TX_SLOTS];
     struct iovec iov[TX_SLOTS];
     uint32_t first[TX_SLOTS], count[TX_SLOTS]; /* a message's datagrams: order[first ..] */
@@ -80,6 +81,7 @@ struct port {
     struct sockaddr_in peer; /* UDP */
     int fd;                  /* raw */
     struct txq *tx;          /* the adapter's (shared) or the raw port's own */
+    uint32_t gso_head, gso_tail; /* txq_flush_gso: its datagrams' chain (index + 1, 0: none) */
 };
 
 struct peer_entry {
@@ -459,16 +461,21 @@ static void txq_send_one(struct txq *q, uint32_t e) {
 static void txq_flush_gso(struct p4r_ioloop *loop, struct txq *q) {
     struct adapter *a = loop->adapter;
     struct gso_tx *g = a->gtx;
-    uint32_t no = 0, m = 0;
-    memset(g->taken, 0, q->n);
+    uint32_t no = 0, m = 0, np = 0;
+    /* grouped in one pass: each peer chains its datagrams, then the chains in turn */
     for (uint32_t i = 0; i < q->n; i++) {
-        if (g->taken[i]) continue;
-        for (uint32_t j = i; j < q->n; j++) {
-            if (!g->taken[j] && q->owner[j] == q->owner[i]) {
-                g->taken[j] = 1;
-                g->order[no++] = j;
-            }
-        }
+        struct port *p = q->owner[i];
+        g->next[i] = 0;
+        if (p->gso_tail)
+            g->next[p->gso_tail - 1] = i + 1;
+        else
+            g->peers[np++] = p, p->gso_head = i + 1;
+        p->gso_tail = i + 1;
+    }
+    for (uint32_t u = 0; u < np; u++) {
+        struct port *p = g->peers[u];
+        for (uint32_t e = p->gso_head; e; e = g->next[e - 1]) g->order[no++] = e - 1;
+        p->gso_head = p->gso_tail = 0;
     }
     for (uint32_t k = 0; k < no; m++) {
         uint32_t e = g->order[k], n = 0;
