@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from p4reduce.switch.native.build import compiler
 
 from p4reduce import contracts
 from p4reduce.contracts import generate
@@ -106,7 +107,7 @@ def test_a_changed_value_reaches_every_copy(tmp_path: Path) -> None:
 def test_the_c_header_numbers_what_python_names() -> None:
     """Compile a probe against contracts.h: each enum's value is the name's position in the
     spec's tuple (the C core and Python map states and counters by position)."""
-    cc = shutil.which("cc") or shutil.which("gcc")
+    cc = compiler()  # the one the native builds use (P4REDUCE_CC, CC, cc, gcc)
     if cc is None:
         pytest.skip("no C compiler")
     names = (
