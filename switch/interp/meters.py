@@ -136,8 +136,7 @@ class Meter:
 
     def reset_time_origin(self, now_us: int) -> None:
         """Move the time origin that token totals are counted from (BMv2 default: creation)."""
-        if self.store is not None:
-            self.store.pull(self)
+        self.pull()  # the store's buckets, before the origin they count from moves
         self._origin_us = now_us
         self._changed()
 
