@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from typing import Any
 
 from ...controller import Controller, Member
@@ -71,11 +70,7 @@ class LeafSpineStack(MininetStack):
             proc = self._spawn(name, argv, nice=SWITCH_NICE)
             self.switches.append(proc)
         for proc in self.switches:
-            line = self._wait_line(proc, f"p4reduce-switch {proc.name}", "ready")
-            m = re.search(r"P4Runtime ([\d.]+:\d+)", line)
-            if m is None:
-                raise StackError(f"p4reduce-switch {proc.name}: unexpected ready line {line!r}")
-            self.addrs.append(m[1])
+            self.addrs.append(self._embedded_ready(proc, f"p4reduce-switch {proc.name}"))
         self.switch = self.switches[0]  # the one wait() and the CPU windows watch
         self.grpc_addr = self.addrs[0]
         self._log(f"{len(self.switches)} switches ready (spine and {self.racks} ToRs)")
@@ -182,4 +177,3 @@ class LeafSpineStack(MininetStack):
         for r in self.net["racks"]:
             for dev in (r["uplink_intf"], r["spine_intf"]):
                 self._replace_loss([], dev, p)
-        self.shape = replace(self.shape, loss=p)

@@ -303,11 +303,7 @@ class MininetStack(Stack):
         kind = self.switch_kind
         assert self.switch is not None
         if kind.name == "embedded":
-            line = self._wait_line(self.switch, "p4reduce-switch", "ready")
-            m = re.search(r"P4Runtime ([\d.]+:\d+)", line)
-            if m is None:
-                raise StackError(f"p4reduce-switch: unexpected ready line {line!r}")
-            self.grpc_addr = m[1]
+            self.grpc_addr = self._embedded_ready(self.switch, "p4reduce-switch")
         else:
             deadline = time.monotonic() + self.start_timeout
             while not accepts(addr):
@@ -318,6 +314,14 @@ class MininetStack(Stack):
                 time.sleep(0.1)
             self.grpc_addr = addr
         self._log(f"{kind.name} switch ready (P4Runtime {self.grpc_addr})")
+
+    def _embedded_ready(self, proc: Proc, what: str) -> str:
+        """The P4Runtime address an embedded switch's ready line names, once it prints it."""
+        line = self._wait_line(proc, what, "ready")
+        m = re.search(r"P4Runtime ([\d.]+:\d+)", line)
+        if m is None:
+            raise StackError(f"{what}: unexpected ready line {line!r}")
+        return m[1]
 
     def restart_switch(self) -> Proc:
         """kill -9 the switch process and start it again with the same arguments and
