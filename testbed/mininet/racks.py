@@ -33,7 +33,8 @@ ELEMENTS = 65536
 SCALING_TARGET, GLOO_TARGET = 1.15, 0.65
 
 
-def shapes(o: Options, racks: Sequence[int] | None, per_rack: Sequence[int] | None) -> list:
+def shapes(racks: Sequence[int] | None, per_rack: Sequence[int] | None) -> list[tuple[int, int]]:
+    """(racks, workers per rack) of every stack to run."""
     out = [(r, w) for w in (per_rack or PER_RACK) for r in (racks or RACKS)]
     if racks is None and per_rack is None:
         out += [s for s in EXTRA_SHAPES if s not in out]
@@ -48,7 +49,7 @@ def racks_points(
     items = tuple(Item(m, dt) for dt in dtypes)
     k = o.k(K)
     points = []
-    for r, w in shapes(o, racks, per_rack):
+    for r, w in shapes(racks, per_rack):
         base = o.point("racks", r * w, o.shape(), items, k=k)
         points.append(replace(base, racks=r))
         losses = o.loss if o.loss is not None else ((LOSS,) if r * w == 8 else ())
