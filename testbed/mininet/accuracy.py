@@ -20,14 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import resources
 from ..local import StackError
 from .experiments import Options, link_label
 from .report import save_figure, wrap_title, write_csv
 from .runner import Row
 from .stack import MininetStack, data_link_mtu
 from .switches import SwitchKind
-from .training import emit, p4reduce_args, sparse_stack, torch_env
+from .training import emit, find_script, p4reduce_args, sparse_stack, torch_env
 
 TARGET = 0.90  # test accuracy the time is measured to
 RATIO = 0.05  # top-k's ratio (adaptive: its start); agreed selection sends 8 of 151 blocks
@@ -59,13 +58,6 @@ def time_to(curve: Sequence[Sequence[float]], target: float) -> float | None:
         if acc >= target:
             return float(seconds)
     return None
-
-
-def find_script() -> Path:
-    try:
-        return resources.example("train_digits.py")
-    except resources.ResourceNotFound as err:
-        raise StackError(str(err)) from None
 
 
 def run_scheme(
@@ -114,7 +106,7 @@ def row_of(s: dict[str, Any], scheme: Scheme, stack: MininetStack, switch: str, 
 def run_accuracy(
     opts: Options, switch: SwitchKind, out: Path, say: Callable[[str], None], *, quiet: bool
 ) -> list[Row]:
-    script = find_script()
+    script = find_script("train_digits.py")
     n = (opts.workers or (4,))[0]
     shape = opts.shape((opts.loss or (0.0,))[0])
     say(f"accuracy: {n} workers, links {shape.label()}, K = {opts.k(64)}, {opts.epochs} "

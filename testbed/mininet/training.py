@@ -53,9 +53,10 @@ MODELS = {
 RUNS = (("gloo", "ring"), ("p4reduce", "dense"), ("p4reduce", "auto"))
 
 
-def find_script() -> Path:
+def find_script(name: str = "train_ddp.py") -> Path:
+    """examples/NAME (``resources.example``); StackError when it is missing."""
     try:
-        return resources.example("train_ddp.py")
+        return resources.example(name)
     except resources.ResourceNotFound as err:
         raise StackError(str(err)) from None
 
