@@ -12,10 +12,21 @@ from typing import Any
 from p4reduce.portmap import PortMap
 
 from ..ports.base import Port
-from ..ports.udp import UdpPort
+from ..ports.udp import UdpAdapter, UdpPort
 
 log = logging.getLogger("p4reduce.switch")
 REPORT_INTERVAL = 10.0  # seconds between two reports of new unknown-sender drops
+
+
+def _adapter(ports: dict[int, Port]) -> UdpAdapter | None:
+    """The UDP adapter the UDP ports share, or None (no UDP port)."""
+    return next((p.adapter for p in ports.values() if isinstance(p, UdpPort)), None)
+
+
+def listen_address(ports: dict[int, Port]) -> str | None:
+    """The UDP adapter's ``HOST:PORT``, or None (no UDP port)."""
+    adapter = _adapter(ports)
+    return f"{adapter.listen[0]}:{adapter.listen[1]}" if adapter is not None else None
 
 
 def unknown_senders(ports: dict[int, Port], dataplane: Any) -> int:
@@ -24,7 +35,7 @@ def unknown_senders(ports: dict[int, Port], dataplane: Any) -> int:
     if loop is not None and getattr(loop, "adapter", None) is not None:
         counters = loop.adapter_counters()  # the native loop keeps its own counts
     else:
-        adapter = next((p.adapter for p in ports.values() if isinstance(p, UdpPort)), None)
+        adapter = _adapter(ports)
         if adapter is None:
             return 0
         counters = adapter.counters
@@ -35,9 +46,7 @@ def port_map(ports: dict[int, Port], dataplane: Any) -> PortMap:
     """The ports as the P4Runtime read of p4reduce/portmap.py answers them, counts now."""
     peers = {n: p.peer for n, p in ports.items() if isinstance(p, UdpPort)}
     ifaces = {n: str(getattr(p, "ifname", "")) for n, p in ports.items() if n not in peers}
-    adapter = next((p.adapter for p in ports.values() if isinstance(p, UdpPort)), None)
-    listen = f"{adapter.listen[0]}:{adapter.listen[1]}" if adapter is not None else None
-    return PortMap(peers, ifaces, unknown_senders(ports, dataplane), listen)
+    return PortMap(peers, ifaces, unknown_senders(ports, dataplane), listen_address(ports))
 
 
 class UnknownSenderReport:
@@ -69,7 +78,7 @@ class UnknownSenderReport:
         log.warning(
             "UDP adapter %s: dropped %d datagram(s) from senders no -i N@udp:HOST:PORT names "
             "(%d in all): a worker's socket must be bound to its switch port's peer address",
-            port_map(self.ports, self.dataplane).listen, count - self.reported, count,
+            listen_address(self.ports), count - self.reported, count,
         )  # fmt: skip
         self.reported, self.last = count, now
         return True
