@@ -74,7 +74,7 @@ def reconcile(
     """Repair the switch toward the desired state (see the module docstring)."""
     out = Outcome()
     try:
-        p4info, config = ctl.pipeline_config()
+        _, config = ctl.pipeline_config()
     except NoPipeline:
         if stored is None:
             out.problem = (
@@ -87,11 +87,11 @@ def reconcile(
         out.pushed = True
     else:
         # (a target that returns no device config cannot be compared: taken as the same)
-        if stored is not None and config and pipeline_id(config) != stored.ident:
-            out.problem = foreign_pipeline(pipeline_id(config), stored.ident)
+        running = pipeline_id(config) if config else None
+        if stored is not None and running is not None and running != stored.ident:
+            out.problem = foreign_pipeline(running, stored.ident)
             out.retry = True
             return out
-        del p4info
     if static is not None and static.switch_ip is not None:
         ctl.install_static(static)
     table = ctl.refresh()
@@ -138,7 +138,6 @@ class Watcher:
         self.interval = interval
         self.connect_timeout = connect_timeout
         self.down_since: float | None = None  # monotonic time the stream was seen dead
-        self.reconciliations = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_problem: str | None = None
@@ -175,7 +174,6 @@ class Watcher:
                 if outcome.retry:
                     self._stop.wait(1.0)  # another pipeline: look again later, never install
                     continue
-            self.reconciliations += 1
             took = time.monotonic() - (self.down_since or time.monotonic())
             self.down_since = None
             self._last_problem = None
