@@ -295,19 +295,28 @@ class JobTable:
 
 
 # ---------------------------------------------------------------------- entities of a job
-def _worker_entry(schema: Schema, job: Job, m: Member, with_action: bool = True) -> Any:
-    match = {
-        program.F_JOB_ID: job.job_id,
-        program.F_IPV4_SRC: addr.ipv4(m.ip),
-        program.F_UDP_SRC: m.udp_port,
+def worker_match(job_id: int, ip: str, udp_port: int) -> dict[str, Any]:
+    """The workers table's key: the job and the (IPv4 address, UDP port) a sender uses."""
+    return {
+        program.F_JOB_ID: job_id,
+        program.F_IPV4_SRC: addr.ipv4(ip),
+        program.F_UDP_SRC: udp_port,
     }
+
+
+def _worker_entry(
+    schema: Schema, job: Job, m: Member, with_action: bool = True, bit: int | None = None
+) -> Any:
+    """``bit``: the member's bitmap bit (default its rank; a ToR's job uses local indexes
+    while its packets carry global ranks, controller/tree.py)."""
+    match = worker_match(job.job_id, m.ip, m.udp_port)
     if not with_action:
         return schema.table_entry(program.WORKERS, match)
     params = {
         "job_index": job.job_index,
         "worker_rank": m.rank,
         "n_workers": job.n,
-        "worker_bit": 1 << m.rank,
+        "worker_bit": 1 << (m.rank if bit is None else bit),
         "base": job.slot_base,
         "count": job.slot_count,
         "mgid": job.mgid,

@@ -92,32 +92,14 @@ def _check(racks: Sequence[Rack]) -> int:
 
 def _tor_entries(ctl: Controller, job: Job, parent: Parent, rack: Rack, up_rank: int) -> list:
     """The ToR's entries: replicas and workers by global rank, the parent and the uplink."""
-    schema = ctl.schema
-    local = {m.rank: i for i, m in enumerate(job.members)}
-    out: list[Any] = []
-    for m in job.members:
-        match = {
-            program.F_JOB_ID: job.job_id,
-            program.F_IPV4_SRC: addr.ipv4(m.ip),
-            program.F_UDP_SRC: m.udp_port,
-        }
-        params = {
-            "job_index": job.job_index, "worker_rank": m.rank, "n_workers": job.n,
-            "worker_bit": 1 << local[m.rank], "base": job.slot_base, "count": job.slot_count,
-            "mgid": job.mgid, "job_key": job.key,
-        }  # fmt: skip
-        out.append(schema.table_entry(program.WORKERS, match, program.ADMIT, params))
+    out = [jobs_mod._worker_entry(ctl.schema, job, m, bit=i) for i, m in enumerate(job.members)]
     out.append(_parent_entry(ctl, job, parent.ip, parent.udp_port, True))
     out.append(_uplink_entry(ctl, job, parent, rack, up_rank))
     return out
 
 
 def _parent_entry(ctl: Controller, job: Job, ip: str, udp_port: int, with_action: bool) -> Any:
-    match = {
-        program.F_JOB_ID: job.job_id,
-        program.F_IPV4_SRC: addr.ipv4(ip),
-        program.F_UDP_SRC: udp_port,
-    }
+    match = jobs_mod.worker_match(job.job_id, ip, udp_port)
     if not with_action:
         return ctl.schema.table_entry(program.WORKERS, match)
     params = {
