@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import selectors
 import socket
-import struct
 import sys
 import threading
 from pathlib import Path
@@ -15,7 +14,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "host_e2e"))
 from reflector import answer  # noqa: E402
 
-SOL_UDP, UDP_SEGMENT, UDP_GRO = 17, 103, 104
+from tests.native.udp_gso import SOL_UDP, UDP_GRO, send_segmented, split_gro  # noqa: E402
 
 
 class OffloadReflector:
@@ -52,18 +51,13 @@ class OffloadReflector:
                     except BlockingIOError:
                         break
                     self.driver_gro.add(self.driver.getsockopt(SOL_UDP, UDP_GRO))
-                    seg = len(data) or 1
-                    for level, kind, value in anc:
-                        if (level, kind) == (SOL_UDP, UDP_GRO):
-                            seg = struct.unpack("i", value)[0]
-                    parts = [data[i : i + seg] for i in range(0, len(data), seg)] or [b""]
+                    parts = split_gro(data, anc)
                     self.coalesced += len(parts) > 1
                     self.seen.extend(parts)
                     answers = [answer(p) for p in parts]
                     if len(answers) > 1 and len({len(a) for a in answers}) == 1:
-                        gso = [(SOL_UDP, UDP_SEGMENT, struct.pack("H", len(answers[0])))]
                         try:
-                            self.sock.sendmsg(answers, gso, 0, peer)
+                            send_segmented(self.sock, answers, peer)
                             continue
                         except OSError:  # a route that cannot segment: one by one
                             self.refused += 1

@@ -5,13 +5,12 @@ counts every result of a run through either."""
 from __future__ import annotations
 
 import select
-import struct
 
 import pytest
 
 from tests.native.conftest import load_bench_floor
+from tests.native.udp_gso import SOL_UDP, UDP_GRO, send_segmented, split_gro
 
-SOL_UDP, UDP_SEGMENT, UDP_GRO = 17, 103, 104
 pytestmark = pytest.mark.timeout(120)
 
 
@@ -34,16 +33,11 @@ def _exchange(gso: bool, burst: list[bytes]) -> list[bytes]:
     sock.setsockopt(SOL_UDP, UDP_GRO, 1)
     try:
         with floor.reflector([sock.getsockname()], gso=gso) as addr:
-            gso_size = struct.pack("H", len(burst[0]))
-            sock.sendmsg(burst, [(SOL_UDP, UDP_SEGMENT, gso_size)], 0, addr)
+            send_segmented(sock, burst, addr)
             out: list[bytes] = []
             while len(out) < len(burst) and select.select([sock], [], [], 10)[0]:
                 data, anc, _, _ = sock.recvmsg(65536, 64)
-                seg = len(data) or 1
-                for level, kind, value in anc:
-                    if (level, kind) == (SOL_UDP, UDP_GRO):
-                        seg = struct.unpack("i", value)[0]
-                out += [data[i : i + seg] for i in range(0, len(data), seg)]
+                out += split_gro(data, anc)
             return out
     finally:
         sock.close()

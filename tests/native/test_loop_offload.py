@@ -9,7 +9,6 @@ import os
 import select
 import shutil
 import socket
-import struct
 import subprocess
 import sys
 import time
@@ -22,14 +21,9 @@ from p4reduce.switch.ports import ipudp
 from p4reduce.switch.ports.udp import UdpAdapter
 
 from .test_loop_udp import CPU, Rig, wait_until
+from .udp_gso import SOL_UDP, UDP_GRO, UDP_SEGMENT, send_segmented, split_gro
 
-SOL_UDP, UDP_SEGMENT, UDP_GRO = 17, 103, 104
 pytestmark = pytest.mark.timeout(60)
-
-
-def send_segmented(sock: socket.socket, payloads: list[bytes], to: tuple[str, int]) -> None:
-    """One sendmsg carrying every payload (all of one length but a shorter last one)."""
-    sock.sendmsg(payloads, [(SOL_UDP, UDP_SEGMENT, struct.pack("H", len(payloads[0])))], 0, to)
 
 
 def read_datagrams(sock: socket.socket, count: int) -> tuple[list[bytes], int]:
@@ -42,11 +36,7 @@ def read_datagrams(sock: socket.socket, count: int) -> tuple[list[bytes], int]:
         if not select.select([sock], [], [], 0.5)[0]:
             continue
         data, anc, _, _ = sock.recvmsg(65536, 64)
-        seg = len(data) or 1
-        for level, kind, value in anc:
-            if (level, kind) == (SOL_UDP, UDP_GRO):
-                seg = struct.unpack("i", value)[0]
-        parts = [data[i : i + seg] for i in range(0, len(data), seg)] or [b""]
+        parts = split_gro(data, anc)
         coalesced += len(parts) > 1
         out += parts
     return out, coalesced
