@@ -105,12 +105,11 @@ def failed(popen: subprocess.Popen[bytes]) -> bool:
 
 
 def last_line(path: Path) -> str:
+    """The file's last non-blank line ("" when it cannot be read)."""
     try:
-        lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines()]
+        return last_line_of(path.read_text(errors="replace"))
     except OSError:
         return ""
-    lines = [ln for ln in lines if ln]
-    return lines[-1] if lines else ""
 
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
