@@ -35,7 +35,7 @@ setup(
         Extension(
             "p4reduce.host._quantize_c",
             ["host/_quantize_c.c"],
-            depends=["host/_simd.h"],
+            depends=["host/_engine/contracts.h", "host/_simd.h"],
             extra_compile_args=FLAGS,
         ),
         # the native protocol core (host/protocol/native.py): it quantizes as quantize_row
