@@ -10,15 +10,14 @@ from __future__ import annotations
 import ctypes
 import random
 import socket
-import struct
 import sys
 import time
 
 from p4reduce.switch.native import ioloop
 from p4reduce.switch.ports import ipudp
 from p4reduce.switch.ports.udp import UdpAdapter
+from udp_gso import send_segmented  # this folder: sys.path[0] of a script
 
-SOL_UDP, UDP_SEGMENT = 17, 103
 libc = ctypes.CDLL(None)
 libc.malloc.restype = ctypes.c_void_p
 libc.malloc.argtypes = [ctypes.c_size_t]
@@ -110,14 +109,13 @@ def drive_loop(lib: ctypes.CDLL, handler_so: str, rng: random.Random, offload: b
                 count = rng.randrange(2, min(64, 65000 // (size + 1)) + 1)
                 parts = [bytes([cmd]) + rng.randbytes(size) for _ in range(count)]
                 parts[-1] = parts[-1][: rng.randrange(0, size + 2)]  # a shorter last one
-                gso = [(SOL_UDP, UDP_SEGMENT, struct.pack("H", size + 1))]
-                peers[rng.choice([1, 2, 3])].sendmsg(parts, gso, 0, adapter.listen)
+                send_segmented(peers[rng.choice([1, 2, 3])], parts, adapter.listen)
                 sent += count
             else:
                 peer = peers[rng.choice([1, 2, 3])]
                 peer.sendto(bytes([cmd]) + rng.randbytes(size), adapter.listen)
                 sent += 1
-        except (BlockingIOError, OSError):
+        except OSError:  # would block, or a segmented send the kernel refuses
             pass
         if rng.random() < 0.05:
             loop.inject(rng.randrange(0, 8), rng.randbytes(rng.randrange(0, 100)))
