@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .. import contracts
 from .agg_ports import AggPortLease, lease_agg_port
 from .process import (
     Proc,
@@ -103,8 +104,8 @@ class LoopbackStack(Stack):
     ) -> None:
         if program not in PROGRAMS:
             raise StackError(f"program {program!r}: one of {', '.join(PROGRAMS)}")
-        if not 1 <= ports <= 32:
-            raise StackError(f"{ports} worker ports: 1 .. 32")
+        if not 1 <= ports <= contracts.MAX_WORKERS:
+            raise StackError(f"{ports} worker ports: 1 .. {contracts.MAX_WORKERS}")
         if peers is not None and len(peers) != ports:
             raise StackError(f"{len(peers)} peer addresses for {ports} worker ports")
         self.peers = [(str(ip), int(port)) for ip, port in peers] if peers is not None else None
@@ -203,7 +204,7 @@ class LoopbackStack(Stack):
             f"-DAGG_UDP_PORT={self.agg_port}", "-o", str(out),
             "--p4runtime-files", str(out / f"{self.program}.p4info.txtpb"),
         ]  # fmt: skip
-        if self.k != 64:
+        if self.k != contracts.K_DEFAULT:
             args.append(f"-DK={self.k}")
         args.append(str(src / f"{self.program}.p4"))
         done = subprocess.run(args, capture_output=True, text=True, timeout=120)
