@@ -682,9 +682,7 @@ class AllreduceSession:
         assert self.registration is not None
         if not self._switch_lost():
             return False  # a worker is missing, not the switch: the call fails as before
-        wait = self.retry.give_up_after
-        if not math.isfinite(wait):
-            wait = MAX_SWITCH_WAIT
+        wait = self._switch_wait()
         deadline = time.monotonic() + wait + self.registration.timeout
         while True:
             self.transport.discard()  # stop sending: nothing of the call may follow the clear
@@ -705,12 +703,7 @@ class AllreduceSession:
                     return False
                 time.sleep(0.1)
         self._switch_epoch = int(answer.get("switch_epoch", self._switch_epoch))
-        self._pending = None
-        self._broken = None
-        self._auto_cache.clear()  # alike on every worker: each goes through this round
-        self.session.reset(next_call=int(answer["next_call"]))
-        self.transport.discard()
-        self.recoveries += 1
+        self._after_round(int(answer["next_call"]))
         step = replay.plan(
             self._replay.done,
             answer.get("min_done"),
@@ -781,27 +774,37 @@ class AllreduceSession:
         # Stop sending first: the slots are cleared only once every worker is in this round,
         # and nothing of the failed call may reach them afterwards.
         self.transport.discard()
-        # a switch that went away may still be coming back: wait for it as a retry would
-        wait = self.retry.give_up_after if self.transparent_retry else 0.0
         answer = self.registration.recover_round(
             self.job_id,
             self.rank,
             self.session.next_call,
             done=self._replay.done,
             timeout=timeout,
-            switch_wait=wait if math.isfinite(wait) else MAX_SWITCH_WAIT,
+            # a switch that went away may still be coming back: wait for it as a retry would
+            switch_wait=self._switch_wait() if self.transparent_retry else 0.0,
         )
         agreed = int(answer["next_call"])
         # the failed call is dropped on every worker: all count the same calls from here
         self._replay.done = int(answer.get("max_done", self._replay.done))
         self._replay.last = None
+        self._after_round(agreed)
+        log.info("job %d rank %d: recovered, going on from call %d", self.job_id, self.rank, agreed)
+
+    def _switch_wait(self) -> float:
+        """How long a recovery round may wait for a lost switch to be back: the retry
+        policy's give_up_after (``MAX_SWITCH_WAIT`` when that is infinite)."""
+        wait = self.retry.give_up_after
+        return wait if math.isfinite(wait) else MAX_SWITCH_WAIT
+
+    def _after_round(self, next_call: int) -> None:
+        """A recovery round's end: the failed call is dropped and the session goes on from
+        the agreed ``next_call`` (alike on every worker: each goes through the round)."""
         self._pending = None
         self._broken = None
-        self._auto_cache.clear()  # alike on every worker: each goes through this round
-        self.session.reset(next_call=agreed)
+        self._auto_cache.clear()
+        self.session.reset(next_call=next_call)
         self.transport.discard()  # results of the failed call that arrived meanwhile
         self.recoveries += 1
-        log.info("job %d rank %d: recovered, going on from call %d", self.job_id, self.rank, agreed)
 
     def _run(
         self,
