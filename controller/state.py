@@ -212,8 +212,9 @@ class StateStore:
                 "FROM jobs ORDER BY job_id"
             ).fetchall()
         out = []
-        for jid, state, n, count, verifier, members_text, left_text, job_text in rows:
+        for jid, state, n, count, stored_verifier, members_text, left_text, job_text in rows:
             members = [Member(**m) for m in json.loads(members_text)]
+            verifier = None if stored_verifier is None else bytes(stored_verifier)
             job = None
             if job_text is not None:
                 j = json.loads(job_text)
@@ -226,7 +227,7 @@ class StateStore:
                     list(members),
                     j["mgid"],
                     j["key"],
-                    None if verifier is None else bytes(verifier),
+                    verifier,
                 )
             out.append(
                 StoredJob(
@@ -234,7 +235,7 @@ class StateStore:
                     state,
                     n,
                     count,
-                    None if verifier is None else bytes(verifier),
+                    verifier,
                     members,
                     set(json.loads(left_text)),
                     job,
