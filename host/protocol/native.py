@@ -42,6 +42,8 @@ else:
 
 # the C core's ST_* and S_* enums follow these (contracts.h is generated from the same spec)
 _STATES = contracts.CALL_STATES
+# a group's state when one core is in it: broken first, then failed (_group_state)
+_SEVERE = (_STATES.index("broken"), _STATES.index("failed"))
 _STAT_FIELDS = contracts.CALL_STAT_FIELDS
 _EMPTY_U8 = np.zeros(0, dtype=np.uint8)
 _EMPTY_I64 = np.zeros(0, dtype=np.int64)
@@ -256,7 +258,7 @@ class _Native:
 def _group_state(states: list[int]) -> str:
     """The state of a call run by several cores: broken or failed if one core is (the
     others were stopped with it), new or done if all are, else running."""
-    for st in (_STATES.index("broken"), _STATES.index("failed")):
+    for st in _SEVERE:
         if st in states:
             return _STATES[st]
     if all(st == states[0] for st in states):
