@@ -214,7 +214,10 @@ def test_interrupting_check_stops_every_process(how: str) -> None:
     import signal
 
     proc = subprocess.Popen(
-        [str(BIN / "p4reduce"), "check", "--workers", "2", "--elements", "3000000"],
+        # 20 % loss: retransmission timeouts keep the call running for many seconds however
+        # fast the machine (without loss a 3M-element call now ends within a second)
+        [str(BIN / "p4reduce"), "check", "--workers", "2", "--elements", "3000000",
+         "--loss", "0.2"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
     try:
@@ -222,8 +225,9 @@ def test_interrupting_check_stops_every_process(how: str) -> None:
         for line in proc.stderr:  # wait until the workers run
             if "workers started" in line:
                 break
-        time.sleep(1.0)
-        kids = children(proc.pid)
+        deadline = time.monotonic() + 10  # the workers' processes appear as they start
+        while len(kids := children(proc.pid)) < 4 and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert len(kids) >= 4  # switch, serve, two workers
         if how == "ctrl-c":  # the terminal signals the whole foreground group
             os.killpg(proc.pid, signal.SIGINT)
